@@ -1,0 +1,81 @@
+"""Input validation shared by every family: clear `ValueError`s before anything compiles.
+
+Checks only look at concrete values; under `jit`/`vmap` tracers pass through unchecked
+(the sweeps validate every grid point concretely before tracing).
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+import jax
+import numpy as np
+
+
+def is_concrete(*xs) -> bool:
+  """True when no argument is a JAX tracer, so its values can be inspected."""
+  return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(xs))
+
+
+def choice(field: str, value: str, allowed: Iterable[str]) -> str:
+  """`value` must be one of `allowed`; the error suggests the nearest name."""
+  allowed = list(allowed)
+  if value not in allowed:
+    near = difflib.get_close_matches(str(value), allowed, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    raise ValueError(f"{field}={value!r} is not one of {allowed}{hint}")
+  return value
+
+
+def positive(field: str, value, *, strict: bool = True):
+  """A scalar or array whose entries are all > 0 (or >= 0 when `strict=False`)."""
+  if is_concrete(value):
+    v = np.asarray(value, dtype=float)
+    bad = ~np.isfinite(v) | ((v <= 0) if strict else (v < 0))
+    if bad.any():
+      rel = "> 0" if strict else ">= 0"
+      raise ValueError(f"{field} must be finite and {rel}, got {_show(v)}")
+  return value
+
+
+def in_range(field: str, value, lo: float, hi: float):
+  """Every entry of `value` finite and in [lo, hi]."""
+  if is_concrete(value, lo, hi):
+    v = np.asarray(value, dtype=float)
+    lo_, hi_ = float(lo), float(hi)
+    if (~np.isfinite(v)).any() or (v < lo_).any() or (v > hi_).any():
+      raise ValueError(f"{field} must lie in [{lo_:g}, {hi_:g}], got {_show(v)}")
+  return value
+
+
+def probability(field: str, p, *, strict: bool = False, atol: float = 1e-5):
+  """Rows of `p` (last axis) are probability vectors; `strict` also demands p > 0."""
+  if is_concrete(p):
+    v = np.asarray(p, dtype=float)
+    if v.ndim == 0:
+      raise ValueError(f"{field} must be a probability vector, got the scalar {v:g}")
+    low = (v <= 0) if strict else (v < 0)
+    if (~np.isfinite(v)).any() or low.any():
+      rel = "> 0" if strict else ">= 0"
+      raise ValueError(f"{field} must have entries {rel}, got {_show(v)}")
+    if not np.allclose(v.sum(-1), 1.0, atol=atol):
+      raise ValueError(f"{field} must sum to 1 along its last axis, sums are {_show(v.sum(-1))}")
+  return p
+
+
+def shape(field: str, x, expected: tuple[int, ...]):
+  """`x` has exactly the shape `expected`."""
+  if tuple(np.shape(x)) != tuple(expected):
+    raise ValueError(f"{field} must have shape {tuple(expected)}, got {tuple(np.shape(x))}")
+  return x
+
+
+def positive_int(field: str, value) -> int:
+  """A Python integer >= 1."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    raise ValueError(f"{field} must be an integer >= 1, got {value!r}")
+  return int(value)
+
+
+def _show(v: np.ndarray) -> str:
+  return np.array2string(np.asarray(v), precision=4, threshold=8)

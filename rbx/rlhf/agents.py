@@ -1,0 +1,176 @@
+"""Online RLHF exploration schemes as `init`/`step` pairs of pure functions.
+
+All four schemes share one loop (section 3 of the RLHF paper): sample a prompt x ~ ρ and two
+answers, query the Bradley–Terry oracle, add the comparison to the win counts, re-fit the
+optimistic reward r^(t+1) = argmax_r ℓ(r, D^(t)) + α_t J*(r; π_cal) over [0, r_max]^A with
+`solve_optimistic`, and set π^(t+1) = π_{r^(t+1)} by (2.4). They differ only in where the
+two answers come from and which calibration policy π_cal the bonus uses:
+
+=============  ===================  ===================  ==============  ============
+agent          a1 ~                 a2 ~                 π_cal           α
+=============  ===================  ===================  ==============  ============
+`algorithm1`   π^(t-1)              π^(t)                π^(t)           schedule α_t
+`vpo`          π^(t)                π^(t)                fixed (arg)     constant
+`xpo`/`selm`   π^(t)                π_ref                π_ref           constant
+`greedy`       π^(t)                π^(t)                —               0
+=============  ===================  ===================  ==============  ============
+
+The win counts `wins[x, a, b]` are sufficient statistics for ℓ, so a step costs
+O(|X| · A² · solver iterations) whatever t is. Policies are kept as log-probabilities so that
+probabilities like e^(−r_max/β) survive. The objective's α J* term is an expectation over
+x ~ ρ, so prompt x's problem uses the bonus weight α_t ρ(x).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from rbx import _checks, schedules
+from rbx.rlhf import objectives
+from rbx.rlhf.env import PreferenceEnv, preference
+from rbx.rlhf.solver import SolverConfig, solve_optimistic
+
+
+class AgentState(NamedTuple):
+  """State carried between steps. Shapes: X prompts, A actions.
+
+  Attributes:
+    wins: win counts, `wins[x, a, b]` = times a was preferred over b at prompt x, (X, A, A).
+    r: the current reward estimate r^(t) (the solver's warm start), (X, A).
+    log_pi: log π^(t), (X, A).
+    log_pi_prev: log π^(t-1), (X, A) (Algorithm 1 samples a1 from it).
+    t: the iteration t about to run, starting at 1; int32 scalar.
+  """
+  wins: chex.Array
+  r: chex.Array
+  log_pi: chex.Array
+  log_pi_prev: chex.Array
+  t: chex.Array
+
+
+class StepInfo(NamedTuple):
+  """What one step observed. `regret` is J(π*, r*) − J(π^(t), r*) of the policy π^(t)
+  that generated the step, ρ-weighted over prompts (a term of (2.6))."""
+  regret: chex.Array
+  x: chex.Array
+  a1: chex.Array
+  a2: chex.Array
+  a1_preferred: chex.Array
+
+
+class Agent(NamedTuple):
+  """`init(env) -> state` and `step(key, state, env) -> (state, StepInfo)`, both pure."""
+  name: str
+  init: Callable[[PreferenceEnv], AgentState]
+  step: Callable[[chex.PRNGKey, AgentState, PreferenceEnv], tuple[AgentState, StepInfo]]
+
+
+def algorithm1(alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_prev_init=None,
+               solver: SolverConfig = SolverConfig()) -> Agent:
+  """Algorithm 1 of the RLHF paper (uncertainty-based exploration):
+  a1 ~ π^(t-1), a2 ~ π^(t); reward update (3.2a) with π_cal = π^(t) and α_t; policy (3.2b).
+
+  Args:
+    alpha: the schedule t -> α_t (see `rbx.schedules`) or a constant.
+    pi_init, pi_prev_init: π^(1) and π^(0), shape (A,) or (X, A); default π_ref.
+    solver: settings of `solve_optimistic`.
+  """
+  return _make("algorithm1", alpha, "prev", "current", "current", pi_init, pi_prev_init, None,
+               solver)
+
+
+def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
+        solver: SolverConfig = SolverConfig()) -> Agent:
+  """VPO (3.1a)/(3.1b): a1, a2 ~ π^(t), a fixed calibration policy π_cal, constant α.
+
+  `pi_cal` defaults to the environment's `pi_cal` (Example 1's (1 − 2p, p, p), else π_ref).
+  A schedule may be passed for `alpha`; the paper's VPO uses a constant.
+  """
+  return _make("vpo", alpha, "current", "current", "fixed", pi_init, None, pi_cal, solver)
+
+
+def xpo(alpha: schedules.Schedule | float = 1.0, pi_init=None,
+        solver: SolverConfig = SolverConfig()) -> Agent:
+  """XPO (Xie et al. 2025) in this model: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref (section 3.2)."""
+  return _make("xpo", alpha, "current", "ref", "ref", pi_init, None, None, solver)
+
+
+def selm(alpha: schedules.Schedule | float = 1.0, pi_init=None,
+         solver: SolverConfig = SolverConfig()) -> Agent:
+  """SELM (Zhang et al. 2025): the same scheme as `xpo` in this model, as the paper notes."""
+  return xpo(alpha, pi_init, solver)._replace(name="selm")
+
+
+def greedy(pi_init=None, solver: SolverConfig = SolverConfig()) -> Agent:
+  """Online MLE with no exploration bonus (α = 0): a1, a2 ~ π^(t); the control."""
+  return _make("greedy", 0.0, "current", "current", "ref", pi_init, None, None, solver)
+
+
+AGENTS: dict[str, Callable[..., Agent]] = {
+    "algorithm1": algorithm1, "vpo": vpo, "xpo": xpo, "selm": selm, "greedy": greedy,
+}
+
+
+def get(name: str, **kwargs) -> Agent:
+  """An agent by name: one of `AGENTS`."""
+  return AGENTS[_checks.choice("agent", name, AGENTS)](**kwargs)
+
+
+def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_cal, solver):
+  schedule = alpha if callable(alpha) else schedules.constant(alpha)
+  if not isinstance(solver, SolverConfig):
+    raise ValueError(f"solver must be a rbx.rlhf.SolverConfig, got {type(solver).__name__}")
+  for field, value in (("pi_init", pi_init), ("pi_prev_init", pi_prev_init), ("pi_cal", pi_cal)):
+    if value is not None:
+      _checks.probability(field, value)
+
+  def policy_arg(field, value, env):
+    if value is None:
+      return None
+    p = jnp.broadcast_to(jnp.asarray(value, jnp.float32), env.pi_ref.shape)
+    _checks.probability(field, p)
+    return p
+
+  def init(env: PreferenceEnv) -> AgentState:
+    log_ref = jnp.log(env.pi_ref)
+    p1, p0 = policy_arg("pi_init", pi_init, env), policy_arg("pi_prev_init", pi_prev_init, env)
+    log_pi = log_ref if p1 is None else jnp.log(p1)
+    log_prev = log_pi if p0 is None else jnp.log(p0)
+    X, A = env.pi_ref.shape
+    return AgentState(wins=jnp.zeros((X, A, A)), r=jnp.full((X, A), 0.5) * env.r_max,
+                      log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
+
+  def step(key, state: AgentState, env: PreferenceEnv):
+    kx, k1, k2, ko = jax.random.split(key, 4)
+    logs = {"prev": state.log_pi_prev, "current": state.log_pi, "ref": jnp.log(env.pi_ref)}
+    x = jax.random.categorical(kx, jnp.log(env.rho))
+    a1 = jax.random.categorical(k1, logs[source1][x])
+    a2 = jax.random.categorical(k2, logs[source2][x])
+    a1_wins = preference(ko, env, x, a1, a2)
+    winner, loser = jnp.where(a1_wins, a1, a2), jnp.where(a1_wins, a2, a1)
+    wins = state.wins.at[x, winner, loser].add(1.0)
+
+    if calibration == "current":
+      cal = jnp.exp(state.log_pi)
+    elif calibration == "fixed":
+      cal = env.pi_cal if pi_cal is None else jnp.broadcast_to(
+          jnp.asarray(pi_cal, jnp.float32), env.pi_ref.shape)
+    else:
+      cal = env.pi_ref
+    alpha_x = schedule(state.t) * env.rho
+    solve = lambda w, pr, pc, a, r0: solve_optimistic(w, pr, pc, env.beta, a, env.r_max, r0,
+                                                      solver)
+    r_new = jax.vmap(solve)(wins, env.pi_ref, cal, alpha_x, state.r)
+    log_pi_new = jax.vmap(objectives.log_optimal_policy, (0, 0, None))(r_new, env.pi_ref, env.beta)
+
+    regret = jnp.dot(env.rho, jax.vmap(objectives.regret, (0, 0, 0, None))(
+        jnp.exp(state.log_pi), env.r_star, env.pi_ref, env.beta))
+    new_state = AgentState(wins=wins, r=r_new, log_pi=log_pi_new, log_pi_prev=state.log_pi,
+                           t=state.t + 1)
+    return new_state, StepInfo(regret, x, a1, a2, a1_wins)
+
+  return Agent(name, init, step)

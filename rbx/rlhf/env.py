@@ -1,0 +1,122 @@
+"""The preference environment of the RLHF paper's section 2 and its Examples 1–2.
+
+A finite prompt set X (distribution ρ), A answers per prompt, a true reward
+r* : X × A → [0, r_max], a reference policy π_ref, the KL weight β, and the Bradley–Terry
+preference oracle (2.1). Arrays are per prompt: shape (X, A).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbx import _checks
+
+
+class PreferenceEnv(NamedTuple):
+  """A Bradley–Terry preference environment (all fields are arrays, so they can be traced).
+
+  Attributes:
+    r_star: true rewards r*(x, a) in [0, r_max], shape (X, A).
+    pi_ref: reference policy π_ref(a | x), shape (X, A), rows strictly positive, summing to 1.
+    rho: prompt distribution ρ, shape (X,).
+    beta: KL regularisation β > 0, scalar.
+    r_max: reward bound, scalar; the reward models are searched over [0, r_max].
+    pi_cal: the calibration policy a fixed-calibration scheme (VPO) uses by default,
+      shape (X, A); Example 1 sets it, elsewhere it is π_ref.
+  """
+  r_star: chex.Array
+  pi_ref: chex.Array
+  rho: chex.Array
+  beta: chex.Array
+  r_max: chex.Array
+  pi_cal: chex.Array
+
+  @property
+  def num_prompts(self) -> int:
+    return self.r_star.shape[0]
+
+  @property
+  def num_actions(self) -> int:
+    return self.r_star.shape[1]
+
+
+def make_env(r_star, pi_ref, beta, r_max, rho=None, pi_cal=None) -> PreferenceEnv:
+  """Builds and validates a `PreferenceEnv`.
+
+  `r_star` and `pi_ref` may be shape (A,) (one prompt) or (X, A); `rho` defaults to uniform
+  and `pi_cal` to `pi_ref`. Raises `ValueError` naming the field for bad input.
+  """
+  r_star = jnp.asarray(r_star, jnp.float32)
+  if r_star.ndim == 1:
+    r_star = r_star[None]
+  if r_star.ndim != 2:
+    raise ValueError(f"r_star must have shape (A,) or (X, A), got {r_star.shape}")
+  X, A = r_star.shape
+  if A < 2:
+    raise ValueError(f"r_star must have at least 2 actions per prompt, got A={A}")
+  pi_ref = jnp.broadcast_to(jnp.asarray(pi_ref, jnp.float32), (X, A)) if np.ndim(pi_ref) == 1 \
+      else jnp.asarray(pi_ref, jnp.float32)
+  _checks.shape("pi_ref", pi_ref, (X, A))
+  _checks.probability("pi_ref", pi_ref, strict=True)
+  pi_cal = pi_ref if pi_cal is None else jnp.asarray(pi_cal, jnp.float32)
+  if pi_cal.ndim == 1:
+    pi_cal = jnp.broadcast_to(pi_cal, (X, A))
+  _checks.shape("pi_cal", pi_cal, (X, A))
+  _checks.probability("pi_cal", pi_cal)
+  rho = jnp.full((X,), 1.0 / X) if rho is None else jnp.asarray(rho, jnp.float32)
+  _checks.shape("rho", rho, (X,))
+  _checks.probability("rho", rho)
+  _checks.positive("beta", beta)
+  _checks.positive("r_max", r_max)
+  _checks.in_range("r_star", r_star, 0.0, r_max)
+  return PreferenceEnv(r_star, pi_ref, rho, jnp.asarray(beta, jnp.float32),
+                       jnp.asarray(r_max, jnp.float32), pi_cal)
+
+
+def example1(p=0.0, beta=0.5, r_max=3.0) -> PreferenceEnv:
+  """Example 1 (VPO's failure): A = {a0, a1, a2}, r* = (1, 0, 0), π_ref uniform,
+  π_cal = (1 − 2p, p, p) with 0 ≤ p < 1/4. Proposition 1 needs r_max/β ≥ 3 (and r_max ≥ 1)."""
+  if _checks.is_concrete(p) and not 0.0 <= float(p) < 0.25:
+    raise ValueError(f"p must lie in [0, 1/4), got {p}")
+  pi_cal = jnp.stack([1.0 - 2.0 * jnp.asarray(p, jnp.float32), p, p]).astype(jnp.float32)
+  return make_env(jnp.array([1.0, 0.0, 0.0]), jnp.full(3, 1.0 / 3.0), beta, r_max, pi_cal=pi_cal)
+
+
+def example2(kappa=100.0, beta=1.0, r_max=6.0) -> PreferenceEnv:
+  """Example 2 (XPO's failure): r* = (0, r_max, r_max − 2), π_ref = (1 − 2/κ, 1/κ, 1/κ), κ ≥ 4.
+  Proposition 2 needs β ≤ 1, κ ≤ e^(r_max/β) (and r_max ≥ 2 so that r* ≥ 0)."""
+  if _checks.is_concrete(kappa) and not float(kappa) >= 4.0:
+    raise ValueError(f"kappa must be >= 4, got {kappa}")
+  r_max_ = jnp.asarray(r_max, jnp.float32)
+  kappa = jnp.asarray(kappa, jnp.float32)
+  r_star = jnp.stack([0.0 * r_max_, r_max_, r_max_ - 2.0])
+  pi_ref = jnp.stack([1.0 - 2.0 / kappa, 1.0 / kappa, 1.0 / kappa])
+  return make_env(r_star, pi_ref, beta, r_max)
+
+
+def random_instance(key: chex.PRNGKey, num_prompts: int, num_actions: int, beta, r_max,
+                    deviation=1.0) -> PreferenceEnv:
+  """Random r* ~ U[0, r_max]^(X×A), ρ ~ Dirichlet(1), and π_ref ∝ exp((1 − d)·r*) per prompt.
+
+  `deviation` d sets how far π_ref is from human preference π_HF ∝ e^(r*): d = 0 gives
+  π_ref = π_HF, d = 1 uniform π_ref, d = 2 the reversed preference. Assumption 2 of
+  Appendix E then holds with log μ = d · max_x (max_a r* − min_a r*).
+  """
+  _checks.positive_int("num_prompts", num_prompts)
+  _checks.positive_int("num_actions", num_actions)
+  _checks.positive("r_max", r_max)
+  _checks.in_range("deviation", deviation, 0.0, 2.0)
+  k1, k2 = jax.random.split(key)
+  r_star = jax.random.uniform(k1, (num_prompts, num_actions)) * r_max
+  rho = jax.random.dirichlet(k2, jnp.ones(num_prompts))
+  pi_ref = jax.nn.softmax((1.0 - deviation) * r_star, axis=-1)
+  return make_env(r_star, pi_ref, beta, r_max, rho=rho)
+
+
+def preference(key: chex.PRNGKey, env: PreferenceEnv, x, a1, a2) -> chex.Array:
+  """The Bradley–Terry oracle (2.1): True with probability σ(r*(x, a1) − r*(x, a2))."""
+  return jax.random.bernoulli(key, jax.nn.sigmoid(env.r_star[x, a1] - env.r_star[x, a2]))
