@@ -1,0 +1,102 @@
+"""The agents reproduce the RLHF paper's Propositions 1–2 and Algorithm 1's advantage."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rbx import rlhf, schedules
+
+SEEDS = 128
+
+
+@pytest.fixture(scope="module")
+def prop1():
+  # Example 1 with π_cal = 1_{a0}, r_max/β = 6 ≥ 3: horizon e^(r_max/β)/2 ≈ 201.
+  beta, r_max = 0.5, 3.0
+  horizon = int(np.exp(r_max / beta) / 2)
+  res = rlhf.sweep(lambda alpha: (rlhf.example1(0.0, beta, r_max), rlhf.vpo(alpha)),
+                   {"alpha": [0.1, 1.0, 10.0]}, seeds=SEEDS, steps=horizon)
+  return res
+
+
+def test_proposition1_vpo_stays_half_suboptimal(prop1):
+  assert prop1.axes == ("alpha", "seed", "step")
+  stuck = (prop1.regret[..., 1:] >= 0.5).all(axis=-1).mean(axis=-1)   # all 1 < t ≤ horizon
+  assert np.all(stuck >= 4 / (9 * np.e)), stuck
+
+
+def test_proposition2_xpo_stays_suboptimal():
+  # Example 2 with β ≤ 1, κ ≤ e^(r_max/β): horizon min(κ, e^(r_max)/2) = 200.
+  kappa, beta, r_max = 200.0, 1.0, 6.0
+  horizon = int(min(kappa, np.exp(r_max) / 2))
+  res = rlhf.sweep(lambda alpha: (rlhf.example2(kappa, beta, r_max), rlhf.xpo(alpha)),
+                   {"alpha": [0.1, 1.0, 10.0]}, seeds=SEEDS, steps=horizon)
+  stuck = (res.regret[..., 1:] >= 0.01).all(axis=-1).mean(axis=-1)
+  assert np.all(stuck >= 1 / 64), stuck
+
+
+@pytest.mark.parametrize("example,failing", [("example1", "vpo"), ("example2", "xpo")])
+def test_algorithm1_beats_the_failing_scheme_at_equal_alpha(example, failing):
+  from rbx import demo
+  env = demo.EXAMPLES[example]()
+  res = rlhf.sweep(lambda agent: (env, rlhf.get(agent, alpha=demo.ALPHA)),
+                   {"agent": ["algorithm1", failing]}, seeds=64, steps=demo.STEPS)
+  final = res.final()
+  m, s = final.mean(-1), final.std(-1) / np.sqrt(final.shape[-1])
+  assert m[0] + 2 * s[0] < m[1] - 2 * s[1], (m, s)
+
+
+def test_greedy_and_selm_run_and_policies_start_at_pi_ref():
+  env = rlhf.example1()
+  info = rlhf.simulate(env, rlhf.greedy(), jax.random.key(0), 5)
+  pi_ref_regret = rlhf.regret(env.pi_ref[0], env.r_star[0], env.pi_ref[0], env.beta)
+  np.testing.assert_allclose(info.regret[0], pi_ref_regret, rtol=1e-5)
+  selm = rlhf.simulate(env, rlhf.selm(2.0), jax.random.key(0), 5)
+  xpo = rlhf.simulate(env, rlhf.xpo(2.0), jax.random.key(0), 5)
+  np.testing.assert_array_equal(selm.a2, xpo.a2)
+
+
+def test_xpo_draws_a2_from_pi_ref_and_vpo_from_pi_t():
+  # Example 2's π_ref puts 1 − 2/κ on a0: XPO's second answer is mostly a0.
+  env = rlhf.example2(kappa=50.0)
+  info = rlhf.simulate(env, rlhf.xpo(1.0), jax.random.key(1), 200)
+  np.testing.assert_allclose(np.mean(np.asarray(info.a2) == 0), 1 - 2 / 50, atol=0.05)
+
+
+def test_one_seed_alone_equals_the_same_seed_in_a_batch():
+  env = rlhf.random_instance(jax.random.key(3), num_prompts=3, num_actions=4, beta=0.5,
+                             r_max=2.0, deviation=0.5)
+  agent = rlhf.algorithm1(schedules.constant(2.0))
+  alone = rlhf.simulate(env, agent, jax.random.key(5), 60).regret
+  batch = rlhf.sweep(lambda alpha: (env, rlhf.algorithm1(schedules.constant(alpha))),
+                     {"alpha": [1.0, 2.0]}, seeds=[2, 5, 9], steps=60)
+  np.testing.assert_allclose(batch.sel(alpha=2.0, seed=5).regret, alone, rtol=1e-5, atol=1e-7)
+  # and a shorter run is a prefix of a longer one
+  np.testing.assert_allclose(rlhf.simulate(env, agent, jax.random.key(5), 20).regret, alone[:20],
+                             rtol=1e-5, atol=1e-7)
+
+
+def test_sweep_over_beta_and_r_max_with_a_traced_schedule():
+  T = 30
+  def build(beta, r_max, scale):
+    env = rlhf.example2(kappa=20.0, beta=beta, r_max=r_max)
+    return env, rlhf.algorithm1(schedules.proposition3(3, T, beta, r_max, kappa=20.0, scale=scale))
+  res = rlhf.sweep(build, {"beta": [0.5, 1.0], "r_max": [4.0, 6.0], "scale": [0.5, 1.0, 2.0]},
+                   seeds=4, steps=T)
+  assert res.regret.shape == (2, 2, 3, 4, T)
+  assert res.axes == ("beta", "r_max", "scale", "seed", "step")
+  np.testing.assert_array_equal(res.coords["scale"], [0.5, 1.0, 2.0])
+  assert np.all(np.isfinite(res.regret)) and np.all(res.regret >= 0)
+  # each grid point matches its own single run
+  env, agent = build(1.0, 4.0, 2.0)
+  one = rlhf.simulate(env, agent, jax.random.key(3), T).regret
+  np.testing.assert_allclose(res.sel(beta=1.0, r_max=4.0, scale=2.0, seed=3).regret, one,
+                             rtol=1e-5, atol=1e-7)
+
+
+def test_several_prompts_learn():
+  env = rlhf.random_instance(jax.random.key(0), num_prompts=4, num_actions=3, beta=0.5,
+                             r_max=2.0, deviation=1.5)
+  res = rlhf.sweep(lambda: (env, rlhf.algorithm1(5.0)), {}, seeds=16, steps=400)
+  first, last = res.regret[:, :50].mean(), res.regret[:, -50:].mean()
+  assert last < 0.5 * first
