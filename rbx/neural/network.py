@@ -1,0 +1,133 @@
+"""The network f(x; θ) of (2) with the symmetric initialisation θ_0 of section 2.2.
+
+    f(x; θ) = √m · W_L σ(W_{L−1} σ(… σ(W_1 x))),   σ = ReLU, depth L ≥ 2, width m.
+
+The first layer is block-structured: `W1` has shape (B, m, d) and an input is a pair
+(x ∈ R^d, block b). For the disjoint encoding of Appendix F (B = K arms, d = d'), the pair
+(x, b) stands for the d'K-vector with x in block b, and W1[b] @ x equals the dense product
+W_1 x on that vector, so the d'K-vector is never built. Independent contexts use B = 1.
+
+θ_0 duplicates every hidden unit (W_1 = (W; W), W_l = diag(W, W), W_L = (w, −w)), so the two
+halves of each layer are equal and f(x; θ_0) = 0 for every input; the width m must be even.
+
+The parameter vector θ ∈ R^p of the paper is `ravel_pytree(params)`, with
+p = B·m·d + (L − 2)·m² + m. Per-arm gradients are kept compact: arm a's gradient is zero
+outside W1[b_a] and the shared layers, so `arm_grads` returns a `Params` whose `W1` leaf is
+the (K, m, d) stack of each arm's own block; `to_dense`/`from_dense` convert to R^p.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from rbx import _checks
+
+
+class Params(NamedTuple):
+  """θ as a pytree.
+
+  Attributes:
+    W1: first-layer blocks, (B, m, d); an arm-compact gradient has (m, d) here instead.
+    hidden: the L − 2 square layers W_2 … W_{L−1}, each (m, m).
+    w: the output layer W_L, (m,).
+  """
+  W1: chex.Array
+  hidden: tuple[chex.Array, ...]
+  w: chex.Array
+
+
+def init(key: chex.PRNGKey, dim: int, width: int, depth: int = 2, num_blocks: int = 1) -> Params:
+  """θ_0 of section 2.2: entries of W ~ N(0, 2/m), of w ~ N(0, 1/m), duplicated so f(·; θ_0) = 0."""
+  _checks.positive_int("dim", dim)
+  check_architecture(width, depth)
+  _checks.positive_int("num_blocks", num_blocks)
+  half, std = width // 2, jnp.sqrt(2.0 / width)
+  k1, k2, *ks = jax.random.split(key, depth)
+  W = std * jax.random.normal(k1, (num_blocks, half, dim))
+  hidden = tuple(_block_diag(std * jax.random.normal(k, (half, half))) for k in ks)
+  w = jax.random.normal(k2, (half,)) / jnp.sqrt(width)
+  return Params(jnp.concatenate([W, W], axis=1), hidden, jnp.concatenate([w, -w]))
+
+
+def check_architecture(width: int, depth: int) -> None:
+  """Raises `ValueError` unless the width m is even (θ_0 duplicates units) and depth L >= 2."""
+  _checks.positive_int("width", width)
+  if width % 2:
+    raise ValueError(f"width must be even for the symmetric initialisation θ_0, got {width}")
+  _checks.positive_int("depth", depth)
+  if depth < 2:
+    raise ValueError(f"depth must be >= 2 (L >= 2 in (2)), got {depth}")
+
+
+def apply_block(block_params: Params, x: chex.Array) -> chex.Array:
+  """f(x; θ) of (2) given the arm's first-layer block `block_params.W1` (m, d); x (d,) -> ()."""
+  h = jax.nn.relu(block_params.W1 @ x)
+  for W in block_params.hidden:
+    h = jax.nn.relu(W @ h)
+  return jnp.sqrt(block_params.w.shape[0]) * (block_params.w @ h)
+
+
+def block_of(params: Params, block) -> Params:
+  """The parameters that f(x, block) reads: W1[block] and the shared layers."""
+  return params._replace(W1=params.W1[block])
+
+
+def apply(params: Params, x: chex.Array, block) -> chex.Array:
+  """f(x; θ) for one input (x (d,), block index) -> scalar."""
+  return apply_block(block_of(params, block), x)
+
+
+def predict(params: Params, x: chex.Array, block) -> chex.Array:
+  """f over a batch whose rows share one block: x (n, d), block scalar -> (n,).
+
+  The block's W1 is gathered once, so the first layer is one (n, d) × (d, m) product.
+  """
+  p = block_of(params, block)
+  return jax.vmap(apply_block, (None, 0))(p, x)
+
+
+def predict_each(params: Params, x: chex.Array, blocks: chex.Array) -> chex.Array:
+  """f per row with its own block: x (n, d), blocks (n,) -> (n,)."""
+  return jax.vmap(apply, (None, 0, 0))(params, x, blocks)
+
+
+def arm_grads(params: Params, x: chex.Array, blocks: chex.Array) -> tuple[chex.Array, Params]:
+  """f(x_a; θ) and the compact gradients g(x_a; θ) for all K arms in one vectorised call.
+
+  Args:
+    params: θ.
+    x: contexts, (K, d); blocks: each arm's first-layer block, (K,) int.
+  Returns:
+    f of shape (K,) and a `Params` of gradients with a leading K axis, whose `W1` leaf
+    (K, m, d) is each arm's gradient with respect to its own block W1[blocks[a]].
+  """
+  vg = jax.vmap(jax.value_and_grad(apply_block), (0, 0))
+  per_arm = jax.vmap(lambda b: block_of(params, b))(blocks)
+  return vg(per_arm, x)
+
+
+def num_params(params: Params) -> int:
+  """p, the length of θ."""
+  return ravel_pytree(params)[0].shape[0]
+
+
+def to_dense(params: Params, compact: Params, blocks: chex.Array) -> chex.Array:
+  """Compact per-arm vectors (as from `arm_grads`) placed in R^p: (K, p)."""
+  def one(c, b):
+    return ravel_pytree(c._replace(W1=jnp.zeros_like(params.W1).at[b].set(c.W1)))[0]
+  return jax.vmap(one)(compact, blocks)
+
+
+def from_dense(params: Params, vectors: chex.Array, blocks: chex.Array) -> Params:
+  """Each row of `vectors` (K, p), restricted to what f(x_a, blocks[a]) reads: compact `Params`."""
+  unravel = ravel_pytree(params)[1]
+  return jax.vmap(lambda v, b: block_of(unravel(v), b))(vectors, blocks)
+
+
+def _block_diag(W: chex.Array) -> chex.Array:
+  z = jnp.zeros_like(W)
+  return jnp.block([[W, z], [z, W]])

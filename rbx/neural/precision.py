@@ -1,0 +1,83 @@
+"""Z_t⁻¹ for Z_t = λI + (1/m) Σ_{τ≤t} g_τ g_τᵀ (Algorithm 2, line 10; NeuralUCB; NeuralTS).
+
+Two representations, chosen by name:
+
+  * "diag": the diagonal approximation of Appendix F (Z_t⁻¹ ≈ diag(Z_t)⁻¹), stored as a
+    `Params` pytree of diag(Z_t) — O(p) memory and work per step;
+  * "exact": Z_t⁻¹ itself, (p, p), kept exact by the Sherman–Morrison rank-one update
+    Z_t⁻¹ = Z_{t−1}⁻¹ − u uᵀ / (m + gᵀu), u = Z_{t−1}⁻¹ g — O(p²) per step, never an inverse.
+
+Vectors are arm-compact (see `network.arm_grads`): `solve` returns Z⁻¹ g_a restricted to the
+parameters that f(x_a; ·) reads, which is all that (15) and the confidence widths need.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from rbx import _checks
+from rbx.neural import network
+from rbx.neural.network import Params
+
+
+class Precision(NamedTuple):
+  """`init(params, lam) -> state` (Z_0 = λI); `solve(state, params, g, blocks) -> Z⁻¹ g` for a
+  K-stack of compact vectors; `update(state, params, g, block, m)` adds g gᵀ/m for one compact g."""
+  name: str
+  init: Callable[[Params, Any], Any]
+  solve: Callable[[Any, Params, Params, chex.Array], Params]
+  update: Callable[[Any, Params, Params, chex.Array, int], Any]
+
+
+def _diag_init(params, lam):
+  return jax.tree.map(lambda p: jnp.full(p.shape, lam, jnp.float32), params)
+
+
+def _diag_solve(z, params, g, blocks):
+  del params
+  zb = jax.vmap(lambda b: network.block_of(z, b))(blocks)
+  return jax.tree.map(jnp.divide, g, zb)
+
+
+def _diag_update(z, params, g, block, m):
+  del params
+  sq = jax.tree.map(lambda x: x ** 2 / m, g)
+  return Params(z.W1.at[block].add(sq.W1), jax.tree.map(jnp.add, z.hidden, sq.hidden),
+                z.w + sq.w)
+
+
+def _exact_init(params, lam):
+  p = network.num_params(params)
+  return jnp.eye(p, dtype=jnp.float32) / lam
+
+
+def _exact_solve(z_inv, params, g, blocks):
+  u = network.to_dense(params, g, blocks) @ z_inv            # rows (Z⁻¹ g_a)ᵀ; Z⁻¹ symmetric
+  return network.from_dense(params, u, blocks)
+
+
+def _exact_update(z_inv, params, g, block, m):
+  gd = network.to_dense(params, jax.tree.map(lambda x: x[None], g), block[None])[0]
+  u = z_inv @ gd
+  return z_inv - jnp.outer(u, u) / (m + gd @ u)
+
+
+diag = Precision("diag", _diag_init, _diag_solve, _diag_update)
+exact = Precision("exact", _exact_init, _exact_solve, _exact_update)
+
+PRECISIONS: dict[str, Precision] = {"diag": diag, "exact": exact}
+
+
+def get(name: str) -> Precision:
+  """"diag" (Appendix F's approximation) or "exact" (Sherman–Morrison)."""
+  return PRECISIONS[_checks.choice("precision", name, PRECISIONS)]
+
+
+def quadratic(g: Params, z_inv_g: Params) -> chex.Array:
+  """gᵀ Z⁻¹ g per arm, from compact g and Z⁻¹ g (K-stacks): (K,)."""
+  prods = jax.tree.map(lambda a, b: jnp.sum((a * b).reshape(a.shape[0], -1), axis=1), g, z_inv_g)
+  return sum(jax.tree.leaves(prods))

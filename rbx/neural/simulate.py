@@ -1,0 +1,89 @@
+"""Running neural agents: one seed (`simulate`) or a seeds × hyperparameter grid (`sweep`).
+
+The key `key` of a run gives the set-up key `fold_in(key, 0)` (θ_0 and the data order) and
+round t's key `fold_in(key, t)`, so a run of T rounds is a prefix of a run of T' > T rounds
+(with the same buffer capacity), and seed s of a sweep (key `jax.random.key(s)`) reproduces
+`simulate(..., key(s))`.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from rbx import _checks
+from rbx.neural import env as env_lib
+from rbx.neural.agents import Agent, StepInfo
+from rbx.sweep import SweepResult, grid_sweep
+
+
+def rollout(env: env_lib.Env, agent: Agent, key: chex.PRNGKey, steps: int,
+            capacity: int | None = None) -> StepInfo:
+  """The traceable loop: `lax.scan` of `agent.step` over t = 1..steps; fields shape (steps,).
+
+  `capacity` is the history buffer's size, `steps` by default.
+  """
+  k_env, k_agent = jax.random.split(jax.random.fold_in(key, 0))
+  stream = env.reset(k_env)
+
+  def body(state, t):
+    k_round, k_step = jax.random.split(jax.random.fold_in(key, t))
+    return agent.step(k_step, state, env.round(stream, k_round, t))
+
+  state = agent.init(k_agent, env, steps if capacity is None else capacity)
+  _, info = jax.lax.scan(body, state, jnp.arange(1, steps + 1))
+  return info
+
+
+def simulate(env: env_lib.Env, agent: Agent, key: chex.PRNGKey, steps: int,
+             capacity: int | None = None) -> StepInfo:
+  """Runs one seed for `steps` rounds; returns the per-round `StepInfo` (regret, arm, reward),
+  each of shape (steps,). Cumulative regret (1) is `info.regret.cumsum()`."""
+  _validate(env, agent, steps, capacity)
+  return _compiled(agent, steps, capacity)(env, key)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(agent: Agent, steps: int, capacity: int | None):
+  return jax.jit(lambda env, key: rollout(env, agent, key, steps, capacity))
+
+
+def sweep(build: Callable[..., tuple[env_lib.Env, Agent]],
+          grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int], steps: int) -> SweepResult:
+  """Per-round regret of every grid point and seed, as one jitted program per static combination.
+
+  Args:
+    build: `build(**point) -> (env, agent)`; numeric grid fields arrive traced, so build the
+      agent from them with the library's constructors (e.g.
+      `lambda agent, nu: (env, rbx.neural.get(agent, nu=nu))`).
+    grid: field -> values (Cartesian product). Non-numeric fields (e.g. an agent name) are
+      looped over in Python.
+    seeds: number of seeds n (seeds 0..n-1) or a list of seeds.
+    steps: rounds per run (also the history buffer's capacity).
+  Returns:
+    `SweepResult` with `regret` of shape (*grid, seed, step) and the axis names.
+  """
+  _checks.positive_int("steps", steps)
+
+  def validate(point):
+    env, agent = build(**point)
+    _validate(env, agent, steps, None)
+
+  return grid_sweep(lambda hp, key: rollout(*build(**hp), key, steps).regret, grid, seeds,
+                    validate=validate)
+
+
+def _validate(env, agent, steps, capacity):
+  if not isinstance(env, (env_lib.ClassificationEnv, env_lib.SyntheticEnv)):
+    raise ValueError("env must be a ClassificationEnv or SyntheticEnv (see rbx.neural.classification,"
+                     f" rbx.neural.synthetic), got {type(env).__name__}")
+  if not isinstance(agent, Agent):
+    raise ValueError("agent must be an rbx.neural Agent (one of rbmle_ga, rbmle_pc, neural_ucb,"
+                     f" neural_ts), got {type(agent).__name__}")
+  _checks.positive_int("steps", steps)
+  if capacity is not None:
+    _checks.positive_int("capacity", capacity)
