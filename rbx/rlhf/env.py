@@ -58,14 +58,9 @@ def make_env(r_star, pi_ref, beta, r_max, rho=None, pi_cal=None) -> PreferenceEn
   X, A = r_star.shape
   if A < 2:
     raise ValueError(f"r_star must have at least 2 actions per prompt, got A={A}")
-  pi_ref = jnp.broadcast_to(jnp.asarray(pi_ref, jnp.float32), (X, A)) if np.ndim(pi_ref) == 1 \
-      else jnp.asarray(pi_ref, jnp.float32)
-  _checks.shape("pi_ref", pi_ref, (X, A))
+  pi_ref = _per_prompt("pi_ref", pi_ref, X, A)
   _checks.probability("pi_ref", pi_ref, strict=True)
-  pi_cal = pi_ref if pi_cal is None else jnp.asarray(pi_cal, jnp.float32)
-  if pi_cal.ndim == 1:
-    pi_cal = jnp.broadcast_to(pi_cal, (X, A))
-  _checks.shape("pi_cal", pi_cal, (X, A))
+  pi_cal = pi_ref if pi_cal is None else _per_prompt("pi_cal", pi_cal, X, A)
   _checks.probability("pi_cal", pi_cal)
   rho = jnp.full((X,), 1.0 / X) if rho is None else jnp.asarray(rho, jnp.float32)
   _checks.shape("rho", rho, (X,))
@@ -75,6 +70,14 @@ def make_env(r_star, pi_ref, beta, r_max, rho=None, pi_cal=None) -> PreferenceEn
   _checks.in_range("r_star", r_star, 0.0, r_max)
   return PreferenceEnv(r_star, pi_ref, rho, jnp.asarray(beta, jnp.float32),
                        jnp.asarray(r_max, jnp.float32), pi_cal)
+
+
+def _per_prompt(field, value, X, A):
+  """`value` of shape (A,) (shared by all prompts) or (X, A), as an (X, A) array."""
+  value = jnp.asarray(value, jnp.float32)
+  if value.shape not in ((A,), (X, A)):
+    raise ValueError(f"{field} must have shape ({A},) or ({X}, {A}), got {value.shape}")
+  return jnp.broadcast_to(value, (X, A))
 
 
 def example1(p=0.0, beta=0.5, r_max=3.0) -> PreferenceEnv:
