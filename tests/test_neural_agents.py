@@ -1,0 +1,169 @@
+"""The neural agents: first rounds against closed forms, sublinear regret on a linear problem,
+seed reproducibility inside sweeps, and validation before anything compiles."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rbx import neural
+from rbx.neural import network
+
+T = 2000
+ENV = neural.synthetic("linear", dim=5, num_arms=4, noise=0.1, seed=0)
+VARIANTS = {
+    "rbmle_ga": lambda: neural.rbmle_ga(nu=0.1),
+    "rbmle_ga_mixture": lambda: neural.rbmle_ga(nu=0.1, likelihood="mixture"),
+    "rbmle_pc": lambda: neural.rbmle_pc(nu=0.1),
+    "neural_ucb": lambda: neural.neural_ucb(nu=0.1),
+    "neural_ucb_exact": lambda: neural.neural_ucb(nu=0.1, precision="exact"),
+    "neural_ucb_minibatch": lambda: neural.neural_ucb(nu=0.1, batch_size=32),
+    "neural_ts": lambda: neural.neural_ts(nu=0.1),
+}
+
+
+@pytest.fixture(scope="module")
+def regret():
+  return neural.sweep(lambda agent: (ENV, VARIANTS[agent]()), {"agent": list(VARIANTS)},
+                      seeds=2, steps=T)
+
+
+def test_every_agent_learns_sublinearly_and_beats_random_play(regret):
+  assert regret.axes == ("agent", "seed", "step") and regret.regret.shape == (len(VARIANTS), 2, T)
+  rounds = jax.vmap(lambda k: ENV.round(None, k, 1))(jax.random.split(jax.random.key(9), 20000))
+  random_per_step = float(jnp.mean(rounds.mean.max(1) - rounds.mean.mean(1)))
+  first = regret.regret[..., : T // 2].sum(-1).mean(-1)
+  second = regret.regret[..., T // 2:].sum(-1).mean(-1)
+  total = first + second
+  for name, f, s, tot in zip(VARIANTS, first, second, total):
+    assert s < 0.5 * f, (name, f, s)
+    assert tot < 0.25 * random_per_step * T, (name, tot, random_per_step * T)
+
+
+def _round(key, K=4, d=5):
+  return ENV.round(None, key, 1)
+
+
+def _dense(theta, compact, blocks):
+  return np.asarray(network.to_dense(theta, compact, blocks))
+
+
+def test_ga_first_rounds_match_one_ascent_step_of_12():
+  nu, eta, lam, zeta = 0.7, 0.05, 0.01, 1.5
+  agent = neural.rbmle_ga(nu=nu, eta=eta, lam=lam, zeta=zeta, train_steps=1, restart=True)
+  state = agent.init(jax.random.key(0), ENV, 8)
+  theta0 = state.theta0
+  m = theta0.w.shape[0]
+  p0 = np.asarray(jax.flatten_util.ravel_pytree(theta0)[0])
+  unravel = jax.flatten_util.ravel_pytree(theta0)[1]
+  # round 1: empty history, α(1) = ν, ∇ of (12) at θ_0 is α g(x_a; θ_0)
+  rnd = _round(jax.random.key(1))
+  _, g = network.arm_grads(theta0, rnd.x, rnd.block)
+  tilde = p0 + eta * nu * _dense(theta0, g, rnd.block)                          # (K, p)
+  f = np.array([network.apply(unravel(v), x, 0) for v, x in zip(tilde, rnd.x)])
+  index = -m * lam / 2 * ((tilde - p0) ** 2).sum(1) + nu * zeta * f            # (13) with ζ
+  state1, info = agent.step(jax.random.key(2), state, rnd)
+  np.testing.assert_allclose(jax.vmap(lambda t: jax.flatten_util.ravel_pytree(t)[0])(state1.theta),
+                             tilde, rtol=1e-5, atol=1e-7)
+  assert int(info.arm) == int(np.argmax(index))
+  assert float(info.regret) == pytest.approx(float(rnd.mean.max() - rnd.mean[info.arm]))
+  # round 2 restarted from θ_0: ∇ of (12)/n is (r_1 − f(x_1; θ_0)) g(x_1; θ_0) + α(2) g(x_{2,a}; θ_0)
+  rnd2 = _round(jax.random.key(3))
+  _, g1 = network.arm_grads(theta0, rnd.x[info.arm][None], rnd.block[:1])
+  _, g2 = network.arm_grads(theta0, rnd2.x, rnd2.block)
+  expect = p0 + eta * (float(info.reward) * _dense(theta0, g1, rnd.block[:1])
+                       + nu * np.sqrt(2.0) * _dense(theta0, g2, rnd2.block))
+  state2, _ = agent.step(jax.random.key(4), state1, rnd2)
+  np.testing.assert_allclose(jax.vmap(lambda t: jax.flatten_util.ravel_pytree(t)[0])(state2.theta),
+                             expect, rtol=1e-4, atol=1e-6)
+  # warm start continues from θ̃_{1,a} instead
+  warm = neural.rbmle_ga(nu=nu, eta=eta, lam=lam, zeta=zeta, train_steps=1)
+  state2w, _ = warm.step(jax.random.key(4), state1, rnd2)
+  assert not np.allclose(jax.vmap(lambda t: jax.flatten_util.ravel_pytree(t)[0])(state2w.theta),
+                         expect, atol=1e-4)
+
+
+@pytest.mark.parametrize("prec", ["diag", "exact"])
+def test_pc_and_ucb_first_round_indices(prec):
+  nu, lam = 0.3, 0.01
+  rnd = _round(jax.random.key(5))
+  pc = neural.rbmle_pc(nu=nu, lam=lam, precision=prec)
+  state = pc.init(jax.random.key(0), ENV, 8)
+  theta0, m = state.theta0, state.theta0.w.shape[0]
+  p0, unravel = jax.flatten_util.ravel_pytree(theta0)
+  _, g = network.arm_grads(theta0, rnd.x, rnd.block)
+  G = _dense(theta0, g, rnd.block)
+  bar = np.asarray(p0) + nu / m * G / lam                   # (15) with Z_0 = λI, α(1) = ν
+  index = [network.apply(unravel(v), x, 0) for v, x in zip(bar, rnd.x)]
+  state1, info = pc.step(jax.random.key(1), state, rnd)
+  assert int(info.arm) == int(np.argmax(index))
+  # Z_1 = λI + g(x_1; θ̂_1) g(x_1; θ̂_1)ᵀ / m at the newly trained θ̂_1 (line 10)
+  _, g_new = network.arm_grads(state1.theta, rnd.x[info.arm][None], rnd.block[:1])
+  gd = _dense(theta0, g_new, rnd.block[:1])[0]
+  z1 = np.diag(np.full(gd.size, lam)) + np.outer(gd, gd) / m
+  got = (np.asarray(jax.flatten_util.ravel_pytree(state1.z)[0]) if prec == "diag"
+         else np.linalg.inv(np.asarray(state1.z, np.float64)))
+  np.testing.assert_allclose(got, np.diag(z1) if prec == "diag" else z1, rtol=2e-3, atol=2e-4)
+
+  ucb = neural.neural_ucb(nu=nu, lam=lam, precision=prec)
+  state1, info = ucb.step(jax.random.key(1), ucb.init(jax.random.key(0), ENV, 8), rnd)
+  assert int(info.arm) == int(np.argmax(nu * np.sqrt((G ** 2).sum(1) / (lam * m))))
+  # NeuralUCB adds the selection-time gradient g(x_1; θ_0)
+  ga = G[int(info.arm)]
+  got = (np.asarray(jax.flatten_util.ravel_pytree(state1.z)[0]) if prec == "diag"
+         else np.linalg.inv(np.asarray(state1.z, np.float64)))
+  want = lam + ga ** 2 / m if prec == "diag" else lam * np.eye(ga.size) + np.outer(ga, ga) / m
+  np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-4)
+
+
+def test_ts_without_exploration_is_greedy_like_ucb():
+  ts = neural.simulate(ENV, neural.neural_ts(nu=0.0), jax.random.key(3), 40)
+  ucb = neural.simulate(ENV, neural.neural_ucb(nu=0.0), jax.random.key(3), 40)
+  np.testing.assert_array_equal(ts.arm, ucb.arm)
+  explore = neural.simulate(ENV, neural.neural_ts(nu=1.0), jax.random.key(3), 40)
+  assert not np.array_equal(explore.arm, ts.arm)
+
+
+def test_one_seed_alone_equals_the_same_seed_in_a_traced_sweep():
+  env = neural.classification(*_toy_data())
+  build = lambda nu, lam, eta, n: (env, neural.rbmle_pc(nu=nu, lam=lam, eta=eta, n=n))
+  res = neural.sweep(build, {"nu": [0.1, 1.0], "lam": [1e-3], "eta": [0.01, 0.03], "n": [0.5, 1.0]},
+                     seeds=[2, 5], steps=60)
+  assert res.axes == ("nu", "lam", "eta", "n", "seed", "step")
+  alone = neural.simulate(*build(1.0, 1e-3, 0.03, 1.0), jax.random.key(5), 60).regret
+  np.testing.assert_allclose(res.sel(nu=1.0, lam=1e-3, eta=0.03, n=1.0, seed=5).regret, alone,
+                             atol=1e-6)
+  assert not np.allclose(res.regret[0], res.regret[1])   # ν matters
+  prefix = neural.simulate(*build(1.0, 1e-3, 0.03, 1.0), jax.random.key(5), 20, capacity=60)
+  np.testing.assert_allclose(prefix.regret, alone[:20], atol=1e-6)
+
+
+def _toy_data():
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(200, 6))
+  return X, np.argmax(X @ rng.normal(size=(6, 3)), 1)
+
+
+@pytest.mark.parametrize("name,kw,field", [
+    ("rbmle_ga", dict(eta=0.0), "eta"), ("rbmle_pc", dict(eta=-1.0), "eta"),
+    ("neural_ucb", dict(lam=0.0), "lam"), ("neural_ts", dict(nu=-1.0), "nu"),
+    ("rbmle_ga", dict(likelihood="poisson"), "likelihood"),
+    ("rbmle_pc", dict(precision="full"), "precision"),
+    ("rbmle_ga", dict(width=31), "width"), ("neural_ucb", dict(depth=1), "depth"),
+    ("neural_ts", dict(train_steps=0), "train_steps"), ("rbmle_pc", dict(batch_size=0), "batch_size"),
+    ("rbmle_ga", dict(optimizer="lbfgs"), "optimizer"), ("rbmle_pc", dict(n=-0.5), "n"),
+    ("neural_ucbb", dict(), "agent"),
+])
+def test_bad_agent_settings_raise(name, kw, field):
+  with pytest.raises(ValueError, match=field):
+    neural.get(name, **kw)
+
+
+def test_simulate_and_sweep_validate_before_compiling():
+  with pytest.raises(ValueError, match="env"):
+    neural.simulate("mnist", neural.neural_ucb(), jax.random.key(0), 10)
+  with pytest.raises(ValueError, match="agent"):
+    neural.simulate(ENV, lambda *a: None, jax.random.key(0), 10)
+  with pytest.raises(ValueError, match="steps"):
+    neural.simulate(ENV, neural.neural_ucb(), jax.random.key(0), 0)
+  with pytest.raises(ValueError, match="eta"):
+    neural.sweep(lambda eta: (ENV, neural.rbmle_ga(eta=eta)), {"eta": [0.1, -0.1]}, seeds=1, steps=5)

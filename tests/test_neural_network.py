@@ -1,0 +1,92 @@
+"""The network of (2): θ_0 gives f = 0, gradients match finite differences, and the
+block-structured first layer equals the dense product on the materialised d'K vector."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from rbx.neural import network
+
+D, B, M = 5, 3, 8          # features d', blocks K, width m
+
+
+def _dense_f(params, x_dense):
+  """(2) with a dense first layer W_1 ∈ R^(m × d'K), the blocks side by side."""
+  W1 = jnp.transpose(params.W1, (1, 0, 2)).reshape(params.W1.shape[1], -1)
+  return network.apply_block(params._replace(W1=W1), x_dense)
+
+
+def _disjoint(x, b):
+  return (jax.nn.one_hot(b, B)[:, None] * x[None]).reshape(-1)
+
+
+def _moved(theta0, key, scale=0.3):
+  flat, unravel = ravel_pytree(theta0)
+  return unravel(flat + scale * jax.random.normal(key, flat.shape) / np.sqrt(M))
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_theta0_gives_zero_for_every_input(depth):
+  theta0 = network.init(jax.random.key(0), D, M, depth, B)
+  x = jax.random.normal(jax.random.key(1), (64, D))
+  blocks = jax.random.randint(jax.random.key(2), (64,), 0, B)
+  # exactly 0 in exact arithmetic; float32 sums of the two equal halves differ by rounding
+  np.testing.assert_allclose(network.predict_each(theta0, x, blocks), 0.0, atol=1e-5)
+  assert network.num_params(theta0) == B * M * D + (depth - 2) * M * M + M
+  # and the network is not trivially zero away from θ_0
+  assert np.abs(network.predict_each(_moved(theta0, jax.random.key(3)), x, blocks)).max() > 1e-2
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_arm_grads_match_finite_differences(depth):
+  theta = _moved(network.init(jax.random.key(0), D, M, depth, B), jax.random.key(1))
+  x = jax.random.normal(jax.random.key(2), (B, D))
+  blocks = jnp.array([2, 0, 1])
+  f, g = network.arm_grads(theta, x, blocks)
+  np.testing.assert_allclose(f, network.predict_each(theta, x, blocks), rtol=1e-5, atol=1e-6)
+  dense_g = np.asarray(network.to_dense(theta, g, blocks))          # (K, p)
+  flat, unravel = ravel_pytree(theta)
+  eps = 1e-3
+  for a in range(B):
+    for i in np.random.default_rng(a).choice(flat.size, 12, replace=False):
+      e = jnp.zeros_like(flat).at[i].set(eps)
+      fd = (network.apply(unravel(flat + e), x[a], blocks[a])
+            - network.apply(unravel(flat - e), x[a], blocks[a])) / (2 * eps)
+      np.testing.assert_allclose(dense_g[a, i], fd, rtol=2e-2, atol=2e-3)
+  # the whole vector agrees with autodiff through the full parameter vector
+  full = jax.vmap(lambda xa, b: jax.grad(lambda v: network.apply(unravel(v), xa, b))(flat))(x, blocks)
+  np.testing.assert_allclose(dense_g, full, rtol=1e-5, atol=1e-6)
+
+
+def test_block_first_layer_equals_dense_product_on_disjoint_vector():
+  theta = _moved(network.init(jax.random.key(4), D, M, 2, B), jax.random.key(5))
+  x = jax.random.normal(jax.random.key(6), (B, D))
+  blocks = jnp.arange(B)
+  dense_x = jax.vmap(_disjoint)(x, blocks)
+  np.testing.assert_allclose(network.predict_each(theta, x, blocks),
+                             jax.vmap(_dense_f, (None, 0))(theta, dense_x), rtol=1e-5, atol=1e-6)
+  _, g = network.arm_grads(theta, x, blocks)
+  W1 = jnp.transpose(theta.W1, (1, 0, 2)).reshape(M, B * D)
+  dense_grad = jax.vmap(jax.grad(network.apply_block), (None, 0))(theta._replace(W1=W1), dense_x)
+  as_blocks = dense_grad.W1.reshape(B, M, B, D).transpose(0, 2, 1, 3)   # (arm, block, m, d)
+  full = jax.vmap(lambda v: ravel_pytree(theta)[1](v).W1)(network.to_dense(theta, g, blocks))
+  np.testing.assert_allclose(full, as_blocks, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(g.w, dense_grad.w, rtol=1e-5, atol=1e-6)
+
+
+def test_dense_round_trip():
+  theta = network.init(jax.random.key(7), D, M, 3, B)
+  blocks = jnp.array([1, 1, 0, 2])
+  c = jax.vmap(lambda b: network.block_of(theta, b))(blocks)
+  back = network.from_dense(theta, network.to_dense(theta, c, blocks), blocks)
+  for u, v in zip(jax.tree.leaves(back), jax.tree.leaves(c)):
+    np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("kw,field", [(dict(width=7), "width"), (dict(width=0), "width"),
+                                      (dict(depth=1), "depth"), (dict(dim=0), "dim")])
+def test_bad_architecture_raises(kw, field):
+  args = dict(dim=D, width=M, depth=2, num_blocks=B) | kw
+  with pytest.raises(ValueError, match=field):
+    network.init(jax.random.key(0), **args)
