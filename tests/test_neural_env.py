@@ -80,9 +80,9 @@ def test_buffer_tiles_hold_exactly_the_history_and_its_likelihood():
   assert int(buf.count) == n
   stored = np.asarray(buf.mask) > 0
   assert stored.sum() == n
-  got = sorted(map(tuple, np.concatenate([np.asarray(buf.x)[stored],
-                                          np.repeat(np.asarray(buf.block)[:, None], buf.x.shape[1],
-                                                    1)[stored][:, None],
+  rows = np.swapaxes(np.asarray(buf.x), 1, 2)                       # (G, S, d)
+  tile_block = np.broadcast_to(np.asarray(buf.block)[:, None], stored.shape)
+  got = sorted(map(tuple, np.concatenate([rows[stored], tile_block[stored][:, None],
                                           np.asarray(buf.r)[stored][:, None]], 1)))
   want = sorted(map(tuple, np.concatenate([xs, bs[:, None], rs[:, None]], 1)))
   np.testing.assert_allclose(got, want)

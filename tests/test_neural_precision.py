@@ -7,7 +7,7 @@ from jax.flatten_util import ravel_pytree
 
 from rbx.neural import network, precision
 
-D, B, M, LAM = 3, 2, 4, 0.5
+D, B, M, LAM = 3, 2, 16, 0.5     # p = 368: two bands of 256 rows in the rank-one update
 
 
 @pytest.fixture(scope="module")

@@ -263,7 +263,7 @@ def _fit(theta, opt_state, theta0, buf, key, lik, lam, opt, cfg, bias):
 
 def _history_log_likelihood(theta, buf, lik):
   """ℓ(F_t; θ) of (9): the tiles' rows through their blocks, masked."""
-  z = jax.vmap(network.predict, (None, 0, 0))(theta, buf.x, buf.block)     # (G, S)
+  z = jax.vmap(network.predict_columns, (None, 0, 0))(theta, buf.x, buf.block)     # (G, S)
   return likelihoods.log_likelihood(lik, buf.r, z, buf.mask)
 
 

@@ -81,13 +81,15 @@ def apply(params: Params, x: chex.Array, block) -> chex.Array:
   return apply_block(block_of(params, block), x)
 
 
-def predict(params: Params, x: chex.Array, block) -> chex.Array:
-  """f over a batch whose rows share one block: x (n, d), block scalar -> (n,).
+def predict_columns(params: Params, x_cols: chex.Array, block) -> chex.Array:
+  """f over a batch stored column-wise, all in one block: x_cols (d, n), block scalar -> (n,).
 
-  The block's W1 is gathered once, so the first layer is one (n, d) × (d, m) product.
+  The layers act as (m, d) @ (d, n) products, the layout the history buffer's tiles use.
   """
-  p = block_of(params, block)
-  return jax.vmap(apply_block, (None, 0))(p, x)
+  h = jax.nn.relu(params.W1[block] @ x_cols)
+  for W in params.hidden:
+    h = jax.nn.relu(W @ h)
+  return jnp.sqrt(params.w.shape[0]) * (params.w @ h)
 
 
 def predict_each(params: Params, x: chex.Array, blocks: chex.Array) -> chex.Array:

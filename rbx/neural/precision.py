@@ -6,6 +6,8 @@ Two representations, chosen by name:
     `Params` pytree of diag(Z_t) — O(p) memory and work per step;
   * "exact": Z_t⁻¹ itself, (p, p), kept exact by the Sherman–Morrison rank-one update
     Z_t⁻¹ = Z_{t−1}⁻¹ − u uᵀ / (m + gᵀu), u = Z_{t−1}⁻¹ g — O(p²) per step, never an inverse.
+    The update runs over bands of rows so that XLA performs it in place (a fresh p × p
+    buffer per step costs more in page faults than the arithmetic).
 
 Vectors are arm-compact (see `network.arm_grads`): `solve` returns Z⁻¹ g_a restricted to the
 parameters that f(x_a; ·) reads, which is all that (15) and the confidence widths need.
@@ -56,14 +58,31 @@ def _exact_init(params, lam):
 
 
 def _exact_solve(z_inv, params, g, blocks):
-  u = network.to_dense(params, g, blocks) @ z_inv            # rows (Z⁻¹ g_a)ᵀ; Z⁻¹ symmetric
+  u = (z_inv @ network.to_dense(params, g, blocks).T).T      # (K, p): row a is Z⁻¹ g_a
   return network.from_dense(params, u, blocks)
 
 
 def _exact_update(z_inv, params, g, block, m):
   gd = network.to_dense(params, jax.tree.map(lambda x: x[None], g), block[None])[0]
   u = z_inv @ gd
-  return z_inv - jnp.outer(u, u) / (m + gd @ u)
+  return _subtract_outer(z_inv, u, u / (m + gd @ u))
+
+
+def _subtract_outer(a, u, v, rows=256):
+  """a − u vᵀ, a band of `rows` rows at a time so that the update runs in place."""
+  n = a.shape[0]
+  rows = min(rows, n)
+
+  def band(j, a):
+    s = jnp.minimum(j * rows, n - rows)      # the last band overlaps the previous one
+    blk = jax.lax.dynamic_slice_in_dim(a, s, rows)
+    u_blk = jax.lax.dynamic_slice_in_dim(u, s, rows)
+    blk_new = blk - u_blk[:, None] * v[None, :]
+    # rows before j·rows in an overlapping last band were already updated: keep them
+    done = jnp.arange(rows) + s < j * rows
+    return jax.lax.dynamic_update_slice_in_dim(a, jnp.where(done[:, None], blk, blk_new), s, 0)
+
+  return jax.lax.fori_loop(0, -(-n // rows), band, a)
 
 
 diag = Precision("diag", _diag_init, _diag_solve, _diag_update)

@@ -1,0 +1,235 @@
+"""Per-step time of the rbx neural agents against a PyTorch reference loop (issue 3).
+
+A Covertype-sized disjoint problem (d' = 54 features, K = 7 arms, m = 100, one hidden layer,
+J = 100 full-batch steps per round), at history sizes t = 100 and t = 2000, for 1 and 32
+vmapped seeds. For each (agent, t, seeds) the history buffer is pre-filled with t rounds and
+`--steps` rounds are timed (compiled ahead, so compile time is excluded). The PyTorch
+reference (`neural_torch_reference.py`) runs the same settings one seed at a time.
+
+Printed: seconds per seed-step for rbx and the reference, their ratio, and the floating-point
+rate rbx reaches (an analytic count of the network's arithmetic on the t history rows)
+against the machine's peak (a large float32 matmul measured here, and the nominal peak from
+--peak-flops-per-cycle × cores × clock). Then the regret of full-batch and minibatch training
+on one shared data set.
+
+Usage: python benchmarks/neural_step_time.py [--history 100 2000] [--seeds 1 32] [--no-torch]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import jax
+
+jax.config.update("jax_num_cpu_devices", os.cpu_count())    # before any JAX work
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+
+from rbx import neural
+
+AGENTS = ["rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ucb_exact", "neural_ts"]
+
+
+def make_agent(name, args, **kw):
+  base = name.removesuffix("_exact")
+  settings = dict(width=args.width, train_steps=args.train_steps, eta=1e-3, lam=1e-3, nu=0.1) | kw
+  if name.endswith("_exact"):
+    settings["precision"] = "exact"
+  return neural.get(base, **settings)
+
+
+def covertype_like(args, seed=0):
+  """Data with Covertype's shape: n × 54 features, 7 classes from a random two-layer rule."""
+  rng = np.random.default_rng(seed)
+  X = rng.normal(size=(args.data, args.dim)).astype(np.float32)
+  H = np.maximum(X @ rng.normal(size=(args.dim, 32)), 0.0)
+  return X, np.argmax(H @ rng.normal(size=(32, args.arms)), axis=1)
+
+
+def time_rbx(env, agent, history, seeds, steps, repeats, devices=1):
+  """Seconds per seed-step of `steps` rounds after a history of `history` rounds (best of
+  `repeats` runs of the compiled program), the seed axis split over `devices` CPU devices."""
+  capacity = history + steps
+
+  def prefill(key):
+    k_env, k_agent, k_arm = jax.random.split(key, 3)
+    stream = env.reset(k_env)
+    state = agent.init(k_agent, env, capacity)
+
+    def add(i, buf):
+      rnd = env.round(stream, jax.random.fold_in(key, i), i + 1)
+      a = jax.random.randint(jax.random.fold_in(k_arm, i), (), 0, env.num_arms)
+      return neural.buffer.add(buf, rnd.x[a], rnd.block[a], rnd.reward[a])
+
+    buf = jax.lax.fori_loop(0, history, add, state.buffer)
+    return state._replace(buffer=buf, t=state.t + history), stream
+
+  def run(state, stream, key):
+    def body(s, t):
+      k_round, k_step = jax.random.split(jax.random.fold_in(key, t))
+      s, info = agent.step(k_step, s, env.round(stream, k_round, t))
+      return s, info.regret
+    return jax.lax.scan(body, state, jnp.arange(history + 1, history + steps + 1))[1]
+
+  keys = jax.random.split(jax.random.key(0), seeds)
+  if devices > 1:
+    mesh = jax.make_mesh((devices,), ("seed",), (jax.sharding.AxisType.Auto,),
+                         devices=jax.devices()[:devices])
+    keys = jax.device_put(keys, NamedSharding(mesh, PartitionSpec("seed")))
+  batch = (lambda f: f) if seeds == 1 else jax.vmap   # one seed runs as `simulate` does
+  keys = keys[0] if seeds == 1 else keys
+  prefilled = jax.jit(batch(prefill))
+  state, stream = prefilled(keys)
+  # the state is donated so that Z⁻¹ (p × p for "exact") is updated in place, not copied
+  compiled = jax.jit(batch(run), donate_argnums=0).lower(state, stream, keys).compile()
+  best = float("inf")
+  for _ in range(repeats):
+    state, stream = jax.block_until_ready(prefilled(keys))
+    start = time.perf_counter()
+    jax.block_until_ready(compiled(state, stream, keys))
+    best = min(best, time.perf_counter() - start)
+  return best / (steps * seeds)
+
+
+def time_torch(name, X, y, args, history, steps):
+  import torch
+  from neural_torch_reference import Reference
+  torch.set_num_threads(os.cpu_count())
+  torch.manual_seed(0)
+  K, d = args.arms, args.dim
+  ref = Reference(name.removesuffix("_exact"), d * K, args.width, args.train_steps, 1e-3, 1e-3, 0.1,
+                  exact=name.endswith("_exact"))
+  Xn = torch.tensor(X / np.linalg.norm(X, axis=1, keepdims=True))
+
+  def ctx(i):                               # the dense disjoint contexts, (K, d'K)
+    c = torch.zeros(K, K, d)
+    c[torch.arange(K), torch.arange(K)] = Xn[i]
+    return c.reshape(K, K * d)
+
+  rng = np.random.default_rng(0)
+  for i in range(history):
+    a = int(rng.integers(K))
+    ref.X.append(ctx(i)[a])
+    ref.r.append(float(a == y[i]))
+  ref.t = history + 1
+
+  def play(i):
+    c = ctx(i)
+    arm = ref.select(c)
+    ref.update(c[arm], float(arm == y[i]))
+
+  play(history)                             # warm-up round, not timed
+  start = time.perf_counter()
+  for i in range(history + 1, history + 1 + steps):
+    play(i)
+  return (time.perf_counter() - start) / steps
+
+
+def flops_per_seed_step(name, args, rows):
+  """rbx's network arithmetic in one round on `rows` history rows: a forward pass costs
+  2·rows·(m·d' + m); a training step twice that for the first layer (forward and weight
+  gradient) and three times for the output layer. Exact Z⁻¹ adds its O(p²) products."""
+  m, K = args.width, args.arms
+  forward = lambda r: 2.0 * r * (m * args.dim + m)
+  train = args.train_steps * (2 * 2.0 * rows * m * args.dim + 3 * 2.0 * rows * m)
+  p = m * args.dim * K + m
+  if name == "rbmle_ga":
+    return K * (train + forward(rows))
+  extra = 3 * forward(K) + (6.0 * p * p + 2.0 * K * p * p if name.endswith("_exact") else 0.0)
+  return train + extra
+
+
+def measured_peak():
+  n = 2048
+  a = jnp.ones((n, n), jnp.float32)
+  mm = jax.jit(lambda a: a @ a)
+  jax.block_until_ready(mm(a))
+  start = time.perf_counter()
+  for _ in range(5):
+    out = mm(a)
+  jax.block_until_ready(out)
+  return 5 * 2.0 * n ** 3 / (time.perf_counter() - start)
+
+
+def nominal_peak(args):
+  mhz = max(float(l.split(":")[1]) for l in open("/proc/cpuinfo") if l.startswith("cpu MHz"))
+  return os.cpu_count() * args.peak_flops_per_cycle * mhz * 1e6
+
+
+def regret_table(env, args):
+  """Regret of full-batch vs minibatch training on the shared data set (same seeds)."""
+  rows = []
+  for name in args.regret_agents:
+    for batch in (None, args.batch_size):
+      agent = make_agent(name, args, train_steps=args.regret_train_steps, batch_size=batch,
+                         eta=args.regret_eta)
+      res = neural.sweep(lambda: (env, agent), {}, seeds=args.regret_seeds, steps=args.regret_steps)
+      final = res.final()
+      rows.append((name, "full" if batch is None else f"B={batch}", final.mean(), final.std()))
+  return rows
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  p.add_argument("--agents", nargs="+", default=AGENTS, choices=AGENTS)
+  p.add_argument("--history", nargs="+", type=int, default=[100, 2000])
+  p.add_argument("--seeds", nargs="+", type=int, default=[1, 32])
+  p.add_argument("--devices", nargs="+", type=int, default=[1, jax.device_count()],
+                 help="also time each multi-seed run with its seeds split over this many CPU "
+                      "devices (jax.sharding; one core each)")
+  p.add_argument("--steps", type=int, default=2, help="timed rounds per measurement")
+  p.add_argument("--repeats", type=int, default=2, help="rbx: best of this many timed runs")
+  p.add_argument("--torch-steps", type=int, default=2, help="timed rounds after one warm-up")
+  p.add_argument("--width", type=int, default=100)
+  p.add_argument("--train-steps", type=int, default=100)
+  p.add_argument("--dim", type=int, default=54)
+  p.add_argument("--arms", type=int, default=7)
+  p.add_argument("--data", type=int, default=5000)
+  p.add_argument("--exact-max-seeds", type=int, default=1,
+                 help="Z⁻¹ is (p, p) per seed (5.7 GB at p = 37,900): larger seed counts skip it")
+  p.add_argument("--no-torch", action="store_true")
+  p.add_argument("--peak-flops-per-cycle", type=float, default=32.0,
+                 help="float32 flops per cycle per core (AVX-512 or 2×AVX2 FMA: 32)")
+  p.add_argument("--regret-agents", nargs="*", default=["neural_ucb", "rbmle_pc"])
+  p.add_argument("--regret-steps", type=int, default=1000)
+  p.add_argument("--regret-seeds", type=int, default=4)
+  p.add_argument("--regret-train-steps", type=int, default=20)
+  p.add_argument("--regret-eta", type=float, default=0.01)
+  p.add_argument("--batch-size", type=int, default=64)
+  args = p.parse_args()
+
+  X, y = covertype_like(args)
+  env = neural.classification(X, y, args.arms)
+  peak, nominal = measured_peak(), nominal_peak(args)
+  print(f"d'={args.dim} K={args.arms} m={args.width} L=2 J={args.train_steps} full batch; "
+        f"p={args.width * args.dim * args.arms + args.width}; {os.cpu_count()} cores; "
+        f"peak: matmul {peak / 1e9:.0f} GFLOP/s measured, {nominal / 1e9:.0f} GFLOP/s nominal")
+  print(f"{'agent':<18}{'t':>6}{'seeds':>6}{'dev':>4}{'rbx s/seed-step':>17}{'torch s/step':>14}"
+        f"{'ratio':>8}{'rbx GFLOP/s':>13}{'% of matmul':>13}")
+  torch_cache = {}
+  for name in args.agents:
+    agent = make_agent(name, args)
+    for t in args.history:
+      for seeds in args.seeds:
+        if name.endswith("_exact") and seeds > args.exact_max_seeds:
+          continue
+        if not args.no_torch and (name, t) not in torch_cache:
+          torch_cache[name, t] = time_torch(name, X, y, args, t, args.torch_steps)
+        ref = torch_cache.get((name, t), float("nan"))
+        for dev in sorted({d for d in args.devices if seeds % d == 0 and (d == 1 or seeds > 1)}):
+          sec = time_rbx(env, agent, t, seeds, args.steps, args.repeats, dev)
+          rate = flops_per_seed_step(name, args, t + args.steps / 2) / sec
+          print(f"{name:<18}{t:>6}{seeds:>6}{dev:>4}{sec:>17.4g}{ref:>14.4g}{ref / sec:>8.1f}"
+                f"{rate / 1e9:>13.1f}{100 * rate / peak:>12.0f}%", flush=True)
+  if args.regret_agents:
+    print(f"\nregret after {args.regret_steps} rounds on the shared data set "
+          f"(J={args.regret_train_steps}, eta={args.regret_eta}, {args.regret_seeds} seeds):")
+    for name, mode, mean, std in regret_table(env, args):
+      print(f"  {name:<12}{mode:<8}{mean:9.1f} ± {std:.1f}")
+
+
+if __name__ == "__main__":
+  main()

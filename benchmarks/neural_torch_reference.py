@@ -1,0 +1,125 @@
+"""A PyTorch reference for `neural_step_time.py`: the loop of the public NeuralUCB/NeuralTS code.
+
+Written for the benchmark (not part of rbx): dense disjoint contexts (each arm's d'K-vector is
+built), one backward pass per arm for the gradients, a Python loop over rounds, and J
+full-batch gradient steps on all of the history each round. The network and objectives are
+those of rbx (f of (2) with one hidden layer and no biases; ℓ_λ of (10) divided by the
+history size; the Gaussian ℓ), so both sides do the same arithmetic apart from the
+disjoint structure. GA trains one network per arm, one after another.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+
+class Reference:
+  """One seed of one agent: `select(ctx) -> arm` then `update(ctx[arm], r)`, as the public loop.
+
+  Args:
+    agent: "rbmle_ga", "rbmle_pc", "neural_ucb" or "neural_ts".
+    dim: d'K, the dense context length; width: m; train_steps: J; eta, lam, nu: as in rbx.
+    exact: keep Z⁻¹ as a dense (p, p) matrix (Sherman–Morrison) instead of its diagonal.
+  """
+
+  def __init__(self, agent, dim, width=100, train_steps=100, eta=1e-3, lam=1e-3, nu=0.1,
+               exact=False, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    half = width // 2
+    W = torch.randn(half, dim, generator=g) * math.sqrt(2.0 / width)
+    w = torch.randn(half, generator=g) / math.sqrt(width)
+    self.theta0 = [torch.cat([W, W]), torch.cat([w, -w])]
+    self.theta = [p.clone().requires_grad_() for p in self.theta0]
+    self.agent, self.m, self.J, self.eta, self.lam, self.nu = agent, width, train_steps, eta, lam, nu
+    self.exact = exact
+    p = sum(t.numel() for t in self.theta0)
+    self.z = torch.eye(p) / lam if exact else torch.full((p,), lam)
+    self.arm_theta = {}                                  # GA: θ̃_a, warm-started per arm
+    self.X, self.r = [], []
+    self.t = 1
+
+  def f(self, theta, x):
+    return math.sqrt(self.m) * torch.relu(x @ theta[0].T) @ theta[1]
+
+  def _grads(self, ctx):
+    """f on every arm and one backward pass per arm (as the reference does)."""
+    mu = self.f(self.theta, ctx)
+    grads = []
+    for fx in mu:
+      for q in self.theta:
+        q.grad = None
+      fx.backward(retain_graph=True)
+      grads.append(torch.cat([q.grad.flatten() for q in self.theta]))
+    return mu.detach(), torch.stack(grads)
+
+  def _z_solve(self, g):
+    return g @ self.z if self.exact else g / self.z
+
+  def _z_add(self, g):
+    if self.exact:
+      u = self.z @ g
+      self.z.addr_(u, u, alpha=-1.0 / (self.m + g @ u))
+    else:
+      self.z += g * g / self.m
+
+  def _train(self, theta, bias=None):
+    """J full-batch steps of gradient descent on −(ℓ_λ + bias)/n over all of the history."""
+    X, r = (torch.stack(self.X), torch.tensor(self.r)) if self.X else (None, None)
+    n = max(len(self.r), 1)
+    opt = torch.optim.SGD(theta, lr=self.eta)
+    for _ in range(self.J):
+      opt.zero_grad()
+      obj = -0.5 * ((self.f(theta, X) - r) ** 2).sum() if self.X else 0.0
+      obj = obj - 0.5 * self.m * self.lam * sum(((q - q0) ** 2).sum()
+                                                for q, q0 in zip(theta, self.theta0))
+      if bias is not None:
+        obj = obj + bias(theta)
+      (-obj / n).backward()
+      opt.step()
+    return theta
+
+  def select(self, ctx: torch.Tensor) -> int:
+    alpha = self.nu * math.sqrt(self.t)
+    if self.agent == "rbmle_ga":
+      index = []
+      for a in range(ctx.shape[0]):
+        theta = self.arm_theta.setdefault(a, [q.clone().requires_grad_() for q in self.theta0])
+        theta = self._train(theta, lambda th: alpha * self.f(th, ctx[a]))
+        with torch.no_grad():
+          X, r = (torch.stack(self.X), torch.tensor(self.r)) if self.X else (ctx[:0], torch.zeros(0))
+          ell = -0.5 * ((self.f(theta, X) - r) ** 2).sum() - 0.5 * self.m * self.lam * sum(
+              ((q - q0) ** 2).sum() for q, q0 in zip(theta, self.theta0))
+          index.append(float(ell + alpha * self.f(theta, ctx[a])))
+      return int(np.argmax(index))
+    mu, g = self._grads(ctx)
+    zg = self._z_solve(g)
+    if self.agent == "rbmle_pc":
+      with torch.no_grad():
+        flat = torch.cat([q.detach().flatten() for q in self.theta])
+        index = []
+        for a in range(ctx.shape[0]):
+          bar = flat + alpha / self.m * zg[a]
+          W1, w = bar[:-self.m].view_as(self.theta[0]), bar[-self.m:]
+          index.append(float(self.f([W1, w], ctx[a])))
+      arm = int(np.argmax(index))
+    else:
+      sigma = torch.sqrt((g * zg).sum(1) / self.m)
+      if self.agent == "neural_ts":
+        sigma = math.sqrt(self.lam) * sigma * torch.randn(sigma.shape)
+      arm = int(torch.argmax(mu + self.nu * sigma))
+    if self.agent != "rbmle_pc":
+      self._z_add(g[arm])
+    return arm
+
+  def update(self, x: torch.Tensor, r: float):
+    self.X.append(x)
+    self.r.append(float(r))
+    self.t += 1
+    if self.agent == "rbmle_ga":
+      return
+    self._train(self.theta)
+    if self.agent == "rbmle_pc":
+      _, g = self._grads(x[None])
+      self._z_add(g[0])
