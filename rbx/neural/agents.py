@@ -26,8 +26,13 @@ Z_t = λI + (1/m) Σ g gᵀ (Algorithm 2, line 10) in either representation of
 `rbx.neural.precision`; PC adds the gradient at the newly trained θ̂ (line 10), UCB and TS the
 selection-time gradient (as in their papers).
 
-Defaults (`width=32`, `train_steps=10`, `eta=0.01`, `lam=1e-3`) keep CPU tests fast; the paper's
-experiments (Appendix F) use m = 100, J = 100, η = 0.001 with λ = 0.001 and ν ∈ {1, 0.1, 1e−3, 1e−5}.
+Defaults. `width=32`, `train_steps=10`, `eta=0.01`, `lam=1e-3`, `nu=0.1`, full batch, warm
+start: small enough for CPU tests (T = 2000 in seconds), and with warm starts J = 10 still
+adds up to 10·t ascent steps by round t. The paper's experiments (Appendix F) use m = 100,
+J = 100, η = 0.001, λ = 0.001 and ν tuned over {1, 0.1, 10⁻³, 10⁻⁵}: pass `width=100,
+train_steps=100, eta=1e-3`. Our η acts on the objective divided by n_t (see Training), which
+keeps one η stable for every t; for unit-norm inputs ‖g‖² ≈ 1.5 m at θ_0, so full-batch
+ascent needs η ≲ 1/m (η = 0.01 at m = 32, 0.001 at m = 100 as in the paper).
 """
 from __future__ import annotations
 
@@ -97,7 +102,7 @@ class Training(NamedTuple):
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 
 
-def rbmle_ga(nu=1.0, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gaussian",
+def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gaussian",
              **training) -> Agent:
   """NeuralRBMLE-GA (Algorithm 1) with α(t) = ν t^n and the surrogate `likelihood` of (9).
 
@@ -139,7 +144,7 @@ def rbmle_ga(nu=1.0, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gau
   return Agent("rbmle_ga", init, step)
 
 
-def rbmle_pc(nu=1.0, n=0.5, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
+def rbmle_pc(nu=0.1, n=0.5, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
   """NeuralRBMLE-PC (Algorithm 2): index f(x_{t,a}; θ̄_{t,a}) with θ̄ of (15), Gaussian ℓ.
 
   Args: as `rbmle_ga`; `precision` is "diag" (Appendix F) or "exact" (Sherman–Morrison).
@@ -157,7 +162,7 @@ def rbmle_pc(nu=1.0, n=0.5, lam=1e-3, eta=0.01, precision: str = "diag", **train
   return _z_agent("rbmle_pc", index, lam, opt, cfg, precision, z_after_training=True)
 
 
-def neural_ucb(nu=1.0, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
+def neural_ucb(nu=0.1, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
   """NeuralUCB (Zhou et al. 2020): f(x; θ̂) + ν √(gᵀ Z⁻¹ g / m), with its γ_t set to ν."""
   cfg = _training(**training)
   _checks.positive("nu", nu, strict=False)
@@ -170,7 +175,7 @@ def neural_ucb(nu=1.0, lam=1e-3, eta=0.01, precision: str = "diag", **training) 
   return _z_agent("neural_ucb", index, lam, opt, cfg, precision, z_after_training=False)
 
 
-def neural_ts(nu=1.0, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
+def neural_ts(nu=0.1, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
   """NeuralTS (Zhang et al. 2021): r̃_a ~ N(f(x_a; θ̂), ν² σ_a²), σ_a² = λ g_aᵀ Z⁻¹ g_a / m."""
   cfg = _training(**training)
   _checks.positive("nu", nu, strict=False)
