@@ -4,7 +4,8 @@ A Covertype-sized disjoint problem (d' = 54 features, K = 7 arms, m = 100, one h
 J = 100 full-batch steps per round), at history sizes t = 100 and t = 2000, for 1 and 32
 vmapped seeds. For each (agent, t, seeds) the history buffer is pre-filled with t rounds and
 `--steps` rounds are timed (compiled ahead, so compile time is excluded). The PyTorch
-reference (`neural_torch_reference.py`) runs the same settings one seed at a time.
+reference (`neural_torch_reference.py`, in its own process) runs the same settings one seed
+at a time.
 
 Printed: seconds per seed-step for rbx and the reference, their ratio, and the floating-point
 rate rbx reaches (an analytic count of the network's arithmetic on the t history rows)
@@ -18,7 +19,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import time
+import warnings
 
 import jax
 
@@ -27,6 +31,7 @@ jax.config.update("jax_num_cpu_devices", os.cpu_count())    # before any JAX wor
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+from neural_torch_reference import covertype_like  # noqa: E402
 
 from rbx import neural
 
@@ -39,14 +44,6 @@ def make_agent(name, args, **kw):
   if name.endswith("_exact"):
     settings["precision"] = "exact"
   return neural.get(base, **settings)
-
-
-def covertype_like(args, seed=0):
-  """Data with Covertype's shape: n × 54 features, 7 classes from a random two-layer rule."""
-  rng = np.random.default_rng(seed)
-  X = rng.normal(size=(args.data, args.dim)).astype(np.float32)
-  H = np.maximum(X @ rng.normal(size=(args.dim, 32)), 0.0)
-  return X, np.argmax(H @ rng.normal(size=(32, args.arms)), axis=1)
 
 
 def time_rbx(env, agent, history, seeds, steps, repeats, devices=1):
@@ -72,7 +69,7 @@ def time_rbx(env, agent, history, seeds, steps, repeats, devices=1):
       k_round, k_step = jax.random.split(jax.random.fold_in(key, t))
       s, info = agent.step(k_step, s, env.round(stream, k_round, t))
       return s, info.regret
-    return jax.lax.scan(body, state, jnp.arange(history + 1, history + steps + 1))[1]
+    return jax.lax.scan(body, state, jnp.arange(history + 1, history + steps + 1))
 
   keys = jax.random.split(jax.random.key(0), seeds)
   if devices > 1:
@@ -83,7 +80,8 @@ def time_rbx(env, agent, history, seeds, steps, repeats, devices=1):
   keys = keys[0] if seeds == 1 else keys
   prefilled = jax.jit(batch(prefill))
   state, stream = prefilled(keys)
-  # the state is donated so that Z⁻¹ (p × p for "exact") is updated in place, not copied
+  # the state is donated and returned so that Z⁻¹ (p × p for "exact") is updated in place,
+  # not copied into a fresh buffer
   compiled = jax.jit(batch(run), donate_argnums=0).lower(state, stream, keys).compile()
   best = float("inf")
   for _ in range(repeats):
@@ -94,38 +92,15 @@ def time_rbx(env, agent, history, seeds, steps, repeats, devices=1):
   return best / (steps * seeds)
 
 
-def time_torch(name, X, y, args, history, steps):
-  import torch
-  from neural_torch_reference import Reference
-  torch.set_num_threads(os.cpu_count())
-  torch.manual_seed(0)
-  K, d = args.arms, args.dim
-  ref = Reference(name.removesuffix("_exact"), d * K, args.width, args.train_steps, 1e-3, 1e-3, 0.1,
-                  exact=name.endswith("_exact"))
-  Xn = torch.tensor(X / np.linalg.norm(X, axis=1, keepdims=True))
-
-  def ctx(i):                               # the dense disjoint contexts, (K, d'K)
-    c = torch.zeros(K, K, d)
-    c[torch.arange(K), torch.arange(K)] = Xn[i]
-    return c.reshape(K, K * d)
-
-  rng = np.random.default_rng(0)
-  for i in range(history):
-    a = int(rng.integers(K))
-    ref.X.append(ctx(i)[a])
-    ref.r.append(float(a == y[i]))
-  ref.t = history + 1
-
-  def play(i):
-    c = ctx(i)
-    arm = ref.select(c)
-    ref.update(c[arm], float(arm == y[i]))
-
-  play(history)                             # warm-up round, not timed
-  start = time.perf_counter()
-  for i in range(history + 1, history + 1 + steps):
-    play(i)
-  return (time.perf_counter() - start) / steps
+def time_torch(name, args, history):
+  """The reference's seconds per round, measured in a fresh process (no JAX threads beside it)."""
+  cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                      "neural_torch_reference.py"),
+         "--agent", name, "--history", str(history), "--steps", str(args.torch_steps),
+         "--width", str(args.width), "--train-steps", str(args.train_steps), "--dim", str(args.dim),
+         "--arms", str(args.arms), "--data", str(args.data)]
+  out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+  return float(out.split()[-1])
 
 
 def flops_per_seed_step(name, args, rows):
@@ -177,12 +152,13 @@ def main():
   p.add_argument("--agents", nargs="+", default=AGENTS, choices=AGENTS)
   p.add_argument("--history", nargs="+", type=int, default=[100, 2000])
   p.add_argument("--seeds", nargs="+", type=int, default=[1, 32])
-  p.add_argument("--devices", nargs="+", type=int, default=[1, jax.device_count()],
-                 help="also time each multi-seed run with its seeds split over this many CPU "
-                      "devices (jax.sharding; one core each)")
+  p.add_argument("--devices", nargs="+", type=int, default=[jax.device_count()],
+                 help="split a multi-seed run's seeds over this many CPU devices (jax.sharding, "
+                      "one core each; 1 = plain vmap on one device); one seed runs unbatched")
   p.add_argument("--steps", type=int, default=2, help="timed rounds per measurement")
   p.add_argument("--repeats", type=int, default=2, help="rbx: best of this many timed runs")
-  p.add_argument("--torch-steps", type=int, default=2, help="timed rounds after one warm-up")
+  p.add_argument("--torch-steps", type=int, default=3,
+                 help="reference: best of this many timed rounds, after one warm-up round")
   p.add_argument("--width", type=int, default=100)
   p.add_argument("--train-steps", type=int, default=100)
   p.add_argument("--dim", type=int, default=54)
@@ -200,8 +176,9 @@ def main():
   p.add_argument("--regret-eta", type=float, default=0.01)
   p.add_argument("--batch-size", type=int, default=64)
   args = p.parse_args()
+  warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
 
-  X, y = covertype_like(args)
+  X, y = covertype_like(args.data, args.dim, args.arms)
   env = neural.classification(X, y, args.arms)
   peak, nominal = measured_peak(), nominal_peak(args)
   print(f"d'={args.dim} K={args.arms} m={args.width} L=2 J={args.train_steps} full batch; "
@@ -217,9 +194,9 @@ def main():
         if name.endswith("_exact") and seeds > args.exact_max_seeds:
           continue
         if not args.no_torch and (name, t) not in torch_cache:
-          torch_cache[name, t] = time_torch(name, X, y, args, t, args.torch_steps)
+          torch_cache[name, t] = time_torch(name, args, t)
         ref = torch_cache.get((name, t), float("nan"))
-        for dev in sorted({d for d in args.devices if seeds % d == 0 and (d == 1 or seeds > 1)}):
+        for dev in [1] if seeds == 1 else [d for d in args.devices if seeds % d == 0]:
           sec = time_rbx(env, agent, t, seeds, args.steps, args.repeats, dev)
           rate = flops_per_seed_step(name, args, t + args.steps / 2) / sec
           print(f"{name:<18}{t:>6}{seeds:>6}{dev:>4}{sec:>17.4g}{ref:>14.4g}{ref / sec:>8.1f}"

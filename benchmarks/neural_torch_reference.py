@@ -6,10 +6,17 @@ full-batch gradient steps on all of the history each round. The network and obje
 those of rbx (f of (2) with one hidden layer and no biases; ℓ_λ of (10) divided by the
 history size; the Gaussian ℓ), so both sides do the same arithmetic apart from the
 disjoint structure. GA trains one network per arm, one after another.
+
+`neural_step_time.py` runs this file as a separate process (no JAX threads beside it):
+`python neural_torch_reference.py --agent neural_ucb --history 2000` prints seconds per round
+(the faster of 1 thread and all cores).
 """
 from __future__ import annotations
 
+import argparse
 import math
+import os
+import time
 
 import numpy as np
 import torch
@@ -123,3 +130,71 @@ class Reference:
     if self.agent == "rbmle_pc":
       _, g = self._grads(x[None])
       self._z_add(g[0])
+
+
+def covertype_like(n, dim, arms, seed=0):
+  """Data with Covertype's shape: n × dim features, `arms` classes from a random two-layer rule."""
+  rng = np.random.default_rng(seed)
+  X = rng.normal(size=(n, dim)).astype(np.float32)
+  H = np.maximum(X @ rng.normal(size=(dim, 32)), 0.0)
+  return X, np.argmax(H @ rng.normal(size=(32, arms)), axis=1)
+
+
+def time_rounds(name, X, y, arms, width, train_steps, history, steps, threads):
+  """Seconds per round (the best of `steps` timed rounds, after one warm-up round) once the
+  history holds `history` rounds (random arms), with `threads` intra-op threads."""
+  torch.set_num_threads(threads)
+  torch.set_flush_denormal(True)           # as XLA does; denormals slow some rounds 40×
+  torch.manual_seed(0)
+  d = X.shape[1]
+  ref = Reference(name.removesuffix("_exact"), d * arms, width, train_steps,
+                  exact=name.endswith("_exact"))
+  Xn = torch.tensor(X / np.linalg.norm(X, axis=1, keepdims=True))
+
+  def ctx(i):                               # the dense disjoint contexts, (K, d'K)
+    c = torch.zeros(arms, arms, d)
+    c[torch.arange(arms), torch.arange(arms)] = Xn[i]
+    return c.reshape(arms, arms * d)
+
+  rng = np.random.default_rng(0)
+  for i in range(history):
+    a = int(rng.integers(arms))
+    ref.X.append(ctx(i)[a])
+    ref.r.append(float(a == y[i]))
+  ref.t = history + 1
+
+  def play(i):
+    c = ctx(i)
+    arm = ref.select(c)
+    ref.update(c[arm], float(arm == y[i]))
+
+  play(history)
+  best = float("inf")
+  for i in range(history + 1, history + 1 + steps):
+    start = time.perf_counter()
+    play(i)
+    best = min(best, time.perf_counter() - start)
+  return best
+
+
+def main():
+  p = argparse.ArgumentParser(description="seconds per round of the PyTorch reference loop")
+  p.add_argument("--agent", required=True,
+                 choices=["rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ucb_exact", "neural_ts"])
+  p.add_argument("--history", type=int, required=True)
+  p.add_argument("--steps", type=int, default=3)
+  p.add_argument("--width", type=int, default=100)
+  p.add_argument("--train-steps", type=int, default=100)
+  p.add_argument("--dim", type=int, default=54)
+  p.add_argument("--arms", type=int, default=7)
+  p.add_argument("--data", type=int, default=5000)
+  a = p.parse_args()
+  X, y = covertype_like(a.data, a.dim, a.arms)
+  # the faster of one thread and all cores: on a shared machine, OpenMP's threads can stall
+  # each small operation for a scheduler time slice
+  print(min(time_rounds(a.agent, X, y, a.arms, a.width, a.train_steps, a.history, a.steps, n)
+            for n in sorted({1, os.cpu_count()})))
+
+
+if __name__ == "__main__":
+  main()
