@@ -64,16 +64,24 @@ def test_xpo_draws_a2_from_pi_ref_and_vpo_from_pi_t():
 
 
 def test_one_seed_alone_equals_the_same_seed_in_a_batch():
+  # Same trajectory (prompts, answers, outcomes) alone and batched; the regret values agree
+  # up to the float32 rounding of batched reductions.
   env = rlhf.random_instance(jax.random.key(3), num_prompts=3, num_actions=4, beta=0.5,
                              r_max=2.0, deviation=0.5)
   agent = rlhf.algorithm1(schedules.constant(2.0))
-  alone = rlhf.simulate(env, agent, jax.random.key(5), 60).regret
-  batch = rlhf.sweep(lambda alpha: (env, rlhf.algorithm1(schedules.constant(alpha))),
+  alone = rlhf.simulate(env, agent, jax.random.key(5), 60)
+  keys = jax.vmap(jax.random.key)(jnp.array([2, 5, 9]))
+  batch = jax.jit(jax.vmap(lambda k: rlhf.rollout(env, agent, k, 60)))(keys)
+  for field in ("x", "a1", "a2", "a1_preferred"):
+    np.testing.assert_array_equal(getattr(batch, field)[1], getattr(alone, field))
+  np.testing.assert_allclose(batch.regret[1], alone.regret, rtol=1e-3, atol=1e-6)
+  swept = rlhf.sweep(lambda alpha: (env, rlhf.algorithm1(schedules.constant(alpha))),
                      {"alpha": [1.0, 2.0]}, seeds=[2, 5, 9], steps=60)
-  np.testing.assert_allclose(batch.sel(alpha=2.0, seed=5).regret, alone, rtol=1e-5, atol=1e-7)
+  np.testing.assert_allclose(swept.sel(alpha=2.0, seed=5).regret, alone.regret, rtol=1e-3,
+                             atol=1e-6)
   # and a shorter run is a prefix of a longer one
-  np.testing.assert_allclose(rlhf.simulate(env, agent, jax.random.key(5), 20).regret, alone[:20],
-                             rtol=1e-5, atol=1e-7)
+  short = rlhf.simulate(env, agent, jax.random.key(5), 20)
+  np.testing.assert_array_equal(short.a2, alone.a2[:20])
 
 
 def test_sweep_over_beta_and_r_max_with_a_traced_schedule():
@@ -91,7 +99,7 @@ def test_sweep_over_beta_and_r_max_with_a_traced_schedule():
   env, agent = build(1.0, 4.0, 2.0)
   one = rlhf.simulate(env, agent, jax.random.key(3), T).regret
   np.testing.assert_allclose(res.sel(beta=1.0, r_max=4.0, scale=2.0, seed=3).regret, one,
-                             rtol=1e-5, atol=1e-7)
+                             rtol=1e-3, atol=1e-6)
 
 
 def test_several_prompts_learn():

@@ -1,0 +1,94 @@
+"""Algorithm 1 of the RLHF paper in plain NumPy, one seed at a time: what a researcher would
+write without rbx. The reference side of `rlhf_throughput.py`; it shares no code with rbx.
+
+Single prompt (the bandit setting of the paper's section 4). The reward step (3.2a) uses the
+same method as rbx's solver (vertex multi-start, safeguarded projected Newton steps on the
+DC minorant and on F, a fixed step-size grid), with `np.linalg.solve` for the Newton systems.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from scipy.special import expit, log_expit, logsumexp, softmax
+
+
+def objective(r, wins, pi_ref, pi_cal, beta, alpha):
+  """ℓ(r) + α J*(r; π_cal) for a batch of points r, shape (n, A) -> (n,)."""
+  d = r[:, :, None] - r[:, None, :]
+  ll = np.sum(wins * log_expit(d), axis=(1, 2))
+  return ll + alpha * (beta * logsumexp(np.log(pi_ref) + r / beta, axis=1) - r @ pi_cal)
+
+
+def gradient(r, wins, pi_ref, pi_cal, beta, alpha):
+  d = r[:, None] - r[None, :]
+  m = wins * expit(-d)
+  return m.sum(1) - m.sum(0) + alpha * (softmax(np.log(pi_ref) + r / beta) - pi_cal)
+
+
+def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations=12, starts=16,
+          sizes=0.2 ** np.arange(6)):
+  A = len(pi_ref)
+  cands = [np.full(A, 0.5 * r_max), np.clip(r_init, 0, r_max)]
+  if A <= 5:
+    cands += [np.array(v, float) * r_max for v in itertools.product([0, 1], repeat=A)][1:-1]
+  else:
+    for score in (np.log(pi_ref) - np.log(np.maximum(pi_cal, 1e-300)), r_init):
+      order = np.argsort(-score)
+      cands += [np.isin(np.arange(A), order[:k]) * r_max for k in range(1, A)]
+  cands = np.array(cands, float)
+  values = objective(cands, wins, pi_ref, pi_cal, beta, alpha)
+  cands = cands[np.argsort(-values)[:starts]]
+  best, best_value = None, -np.inf
+  for r in cands:
+    for _ in range(iterations):
+      g = gradient(r, wins, pi_ref, pi_cal, beta, alpha)
+      d = r[:, None] - r[None, :]
+      c = (wins + wins.T) * expit(d) * expit(-d)
+      lap = np.diag(c.sum(1)) - c
+      pi = softmax(np.log(pi_ref) + r / beta)
+      curv = alpha / beta * (np.diag(pi) - np.outer(pi, pi))
+      free = ~(((r <= 1e-6 * r_max) & (g < 0)) | ((r >= r_max * (1 - 1e-6)) & (g > 0)))
+      ridge = 1e-6 * (1 + lap.diagonal().max() + curv.diagonal().max())
+      dirs = []
+      for m in (lap, lap - curv):
+        sub = m[np.ix_(free, free)] + ridge * np.eye(free.sum())
+        step = np.zeros(A)
+        try:
+          step[free] = np.linalg.solve(sub, g[free])
+        except np.linalg.LinAlgError:
+          pass
+        dirs.append(step)
+      gf = np.where(free, g, 0.0)
+      dirs.append(gf * r_max / max(np.abs(gf).max(), 1e-30))
+      trial = np.clip(r + sizes[:, None, None] * np.array(dirs)[None], 0, r_max).reshape(-1, A)
+      trial = np.vstack([r[None], trial])
+      vals = objective(trial, wins, pi_ref, pi_cal, beta, alpha)
+      vals[~np.isfinite(vals)] = -np.inf
+      r = trial[np.argmax(vals)]
+    v = objective(r[None], wins, pi_ref, pi_cal, beta, alpha)[0]
+    if v > best_value:
+      best, best_value = r, v
+  return best
+
+
+def run(r_star, pi_ref, beta, r_max, alpha, steps, seed):
+  """Per-step regret of Algorithm 1 with constant α for one seed, shape (steps,)."""
+  rng = np.random.default_rng(seed)
+  A = len(r_star)
+  pi_ref = pi_ref / pi_ref.sum()
+  pi_star = softmax(np.log(pi_ref) + r_star / beta)
+  wins = np.zeros((A, A))
+  r = np.full(A, 0.5 * r_max)
+  pi_prev = pi = pi_ref.copy()
+  regret = np.empty(steps)
+  for t in range(steps):
+    regret[t] = beta * np.sum(pi * (np.log(np.maximum(pi, 1e-300)) - np.log(pi_star)))
+    a1, a2 = rng.choice(A, p=pi_prev), rng.choice(A, p=pi)
+    if rng.random() < expit(r_star[a1] - r_star[a2]):
+      wins[a1, a2] += 1
+    else:
+      wins[a2, a1] += 1
+    r = solve(wins, pi_ref, pi, beta, alpha, r_max, r)
+    pi_prev, pi = pi, softmax(np.log(pi_ref) + r / beta)
+  return regret

@@ -1,0 +1,90 @@
+"""Seed-steps per second of Algorithm 1: rbx (jit + vmap over seeds) beside plain NumPy.
+
+Runs Algorithm 1 (constant α) on a random single-prompt instance for A ∈ {3, 10, 50} and
+1, 64, 1024 seeds; the NumPy loop (benchmarks/numpy_algorithm1.py) runs one seed at a time,
+so its rate does not depend on the number of seeds. Prints both rates, their ratio, and a
+check that both implementations give the same regret statistics.
+
+    python benchmarks/rlhf_throughput.py            # full table (a few minutes)
+    python benchmarks/rlhf_throughput.py --quick    # A ∈ {3, 10}, fewer steps
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import numpy_algorithm1  # noqa: E402
+
+from rbx import rlhf  # noqa: E402
+
+BETA, R_MAX, ALPHA = 0.5, 2.0, 3.0
+
+
+def instance(A):
+  return rlhf.random_instance(jax.random.key(A), 1, A, BETA, R_MAX, deviation=1.0)
+
+
+def rbx_rate(A, seeds, steps):
+  """(seed-steps/s, compile seconds) of a jitted, vmapped run."""
+  env, agent = instance(A), rlhf.algorithm1(ALPHA)
+  run = jax.jit(jax.vmap(lambda k: rlhf.rollout(env, agent, k, steps).regret))
+  keys = jax.vmap(jax.random.key)(jnp.arange(seeds))
+  t0 = time.perf_counter()
+  compiled = run.lower(keys).compile()
+  compile_s = time.perf_counter() - t0
+  t0 = time.perf_counter()
+  compiled(keys).block_until_ready()
+  return seeds * steps / (time.perf_counter() - t0), compile_s
+
+
+def numpy_rate(A, steps, seeds=2):
+  env = instance(A)
+  args = (np.asarray(env.r_star[0], float), np.asarray(env.pi_ref[0], float), BETA, R_MAX, ALPHA)
+  t0 = time.perf_counter()
+  for s in range(seeds):
+    numpy_algorithm1.run(*args, steps=steps, seed=s)
+  return seeds * steps / (time.perf_counter() - t0)
+
+
+def same_statistics(A=3, steps=100, rbx_seeds=256, numpy_seeds=24):
+  env = instance(A)
+  res = rlhf.sweep(lambda: (env, rlhf.algorithm1(ALPHA)), {}, seeds=rbx_seeds, steps=steps)
+  ours = res.final()
+  args = (np.asarray(env.r_star[0], float), np.asarray(env.pi_ref[0], float), BETA, R_MAX, ALPHA)
+  ref = np.array([numpy_algorithm1.run(*args, steps=steps, seed=s).sum() for s in range(numpy_seeds)])
+  se = np.sqrt(ours.var() / ours.size + ref.var() / ref.size)
+  z = (ours.mean() - ref.mean()) / se
+  print(f"\nregret check (A={A}, T={steps}): rbx {ours.mean():.2f} ± {ours.std():.2f} "
+        f"({rbx_seeds} seeds), NumPy {ref.mean():.2f} ± {ref.std():.2f} ({numpy_seeds} seeds); "
+        f"z = {z:+.2f} -> {'same' if abs(z) < 3 else 'DIFFERENT'} distribution of cumulative regret")
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("--quick", action="store_true")
+  args = p.parse_args()
+  actions = (3, 10) if args.quick else (3, 10, 50)
+  seed_counts = (1, 64, 1024)
+  steps = {3: 100, 10: 40, 50: 4} if not args.quick else {3: 40, 10: 10}
+  print(f"jax {jax.__version__} on {jax.devices()[0].platform}; Algorithm 1, alpha={ALPHA}, "
+        f"beta={BETA}, r_max={R_MAX}, solver {rlhf.SolverConfig()}")
+  print(f"{'A':>3} {'seeds':>6} {'steps':>6} {'rbx seed-steps/s':>17} {'compile s':>10} "
+        f"{'NumPy seed-steps/s':>19} {'ratio':>8}")
+  for A in actions:
+    ref = numpy_rate(A, steps=max(2, steps[A] // 4))
+    for seeds in seed_counts:
+      rate, comp = rbx_rate(A, seeds, steps[A])
+      print(f"{A:>3} {seeds:>6} {steps[A]:>6} {rate:>17.0f} {comp:>10.1f} {ref:>19.1f} "
+            f"{rate / ref:>7.0f}x", flush=True)
+  same_statistics()
+
+
+if __name__ == "__main__":
+  main()
