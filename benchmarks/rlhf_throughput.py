@@ -16,7 +16,6 @@ import sys
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -32,16 +31,10 @@ def instance(A):
 
 
 def rbx_rate(A, seeds, steps):
-  """(seed-steps/s, compile seconds) of a jitted, vmapped run."""
+  """(seed-steps/s, compile seconds) of `rlhf.sweep`, one jitted program over the seeds."""
   env, agent = instance(A), rlhf.algorithm1(ALPHA)
-  run = jax.jit(jax.vmap(lambda k: rlhf.rollout(env, agent, k, steps).regret))
-  keys = jax.vmap(jax.random.key)(jnp.arange(seeds))
-  t0 = time.perf_counter()
-  compiled = run.lower(keys).compile()
-  compile_s = time.perf_counter() - t0
-  t0 = time.perf_counter()
-  compiled(keys).block_until_ready()
-  return seeds * steps / (time.perf_counter() - t0), compile_s
+  timing = rlhf.sweep(lambda: (env, agent), {}, seeds=seeds, steps=steps).timing
+  return timing["seed_steps_per_second"], timing["compile_seconds"]
 
 
 def numpy_rate(A, steps, seeds=2):

@@ -6,11 +6,14 @@ over seeds and over the Cartesian product of the numeric grid fields, and runs o
 program per combination of the non-numeric (static) fields, such as agent names.
 
 Seed `s` always uses `jax.random.key(s)`, so a seed's trajectory does not depend on which
-other seeds or grid points share its batch.
+other seeds or grid points share its batch. Seeds run in vmapped batches of `seed_batch`
+(`jax.lax.map(..., batch_size=...)`), which keeps the working set in cache: one vmap over
+1024 seeds is slower per seed than 16 batches of 64 on a CPU, and needs 16× the memory.
 """
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -28,10 +31,12 @@ class SweepResult(NamedTuple):
     regret: array of shape `(*grid_shape, num_seeds, steps)`.
     axes: the names of `regret`'s axes: the grid fields in order, then "seed", "step".
     coords: for every axis, the values along it ("step" counts from 1).
+    timing: `compile_seconds`, `run_seconds` and `seed_steps_per_second` of the sweep.
   """
   regret: np.ndarray
   axes: tuple[str, ...]
   coords: dict[str, np.ndarray]
+  timing: dict[str, float] | None = None
 
   def cumulative(self) -> np.ndarray:
     """Cumulative regret R(t) = Σ_{s≤t} regret_s, same shape and axes as `regret`."""
@@ -53,7 +58,7 @@ class SweepResult(NamedTuple):
       out = np.take(out, values.index(value), axis=i)
       axes.pop(i)
       new_coords.pop(name)
-    return SweepResult(out, tuple(axes), new_coords)
+    return SweepResult(out, tuple(axes), new_coords, self.timing)
 
 
 def seed_list(seeds: int | Sequence[int]) -> np.ndarray:
@@ -69,7 +74,8 @@ def seed_list(seeds: int | Sequence[int]) -> np.ndarray:
 def grid_sweep(run_one: Callable[[dict[str, Any], jax.Array], jax.Array],
                grid: Mapping[str, Sequence[Any]],
                seeds: int | Sequence[int],
-               validate: Callable[[dict[str, Any]], None] | None = None) -> SweepResult:
+               validate: Callable[[dict[str, Any]], None] | None = None,
+               seed_batch: int = 64) -> SweepResult:
   """Runs `run_one` for every grid point and seed.
 
   Args:
@@ -79,11 +85,13 @@ def grid_sweep(run_one: Callable[[dict[str, Any], jax.Array], jax.Array],
     seeds: number of seeds, or the list of seeds.
     validate: called with every concrete grid point before anything is traced; it should
       raise `ValueError` for a bad one.
+    seed_batch: seeds vmapped at once (the rest run sequentially inside the same program).
 
   Returns:
     `SweepResult` with axes `(*grid fields, "seed", "step")`.
   """
   seeds = seed_list(seeds)
+  seed_batch = min(_checks.positive_int("seed_batch", seed_batch), seeds.size)
   fields = list(grid)
   values = {}
   for f in fields:
@@ -104,16 +112,21 @@ def grid_sweep(run_one: Callable[[dict[str, Any], jax.Array], jax.Array],
   flat = flat or {_NO_FIELD: jnp.zeros(1)}        # vmap needs an axis even for an empty grid
   num_shape = tuple(len(values[f]) for f in numeric)
 
-  blocks = []
+  blocks, compile_s, run_s = [], 0.0, 0.0
   for combo in itertools.product(*(values[f] for f in static)):
     fixed = dict(zip(static, combo))
 
     def over_seeds(hp, fixed=fixed):
       hp = {f: v for f, v in hp.items() if f != _NO_FIELD}
-      return jax.vmap(lambda k: run_one({**fixed, **hp}, k))(keys)
+      return jax.lax.map(lambda k: run_one({**fixed, **hp}, k), keys, batch_size=seed_batch)
 
-    out = jax.jit(jax.vmap(over_seeds))(flat)                   # (G, S, T)
-    blocks.append(np.asarray(out).reshape(num_shape + out.shape[1:]))
+    start = time.perf_counter()
+    program = jax.jit(jax.vmap(over_seeds)).lower(flat).compile()
+    compile_s += time.perf_counter() - start
+    start = time.perf_counter()
+    out = np.asarray(program(flat))                              # (G, S, T)
+    run_s += time.perf_counter() - start
+    blocks.append(out.reshape(num_shape + out.shape[1:]))
   stacked = np.stack(blocks).reshape(
       tuple(len(values[f]) for f in static) + blocks[0].shape)  # (*static, *numeric, S, T)
   order = static + numeric
@@ -122,7 +135,9 @@ def grid_sweep(run_one: Callable[[dict[str, Any], jax.Array], jax.Array],
   coords = {f: np.asarray(values[f]) for f in fields}
   coords["seed"] = seeds
   coords["step"] = np.arange(1, regret.shape[-1] + 1)
-  return SweepResult(regret, tuple(fields) + ("seed", "step"), coords)
+  timing = dict(compile_seconds=compile_s, run_seconds=run_s,
+                seed_steps_per_second=regret.size / max(run_s, 1e-12))
+  return SweepResult(regret, tuple(fields) + ("seed", "step"), coords, timing)
 
 
 _NO_FIELD = "__no_numeric_field__"

@@ -41,7 +41,8 @@ def _compiled(agent: Agent, steps: int):
 
 
 def sweep(build: Callable[..., tuple[env_lib.PreferenceEnv, Agent]],
-          grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int], steps: int) -> SweepResult:
+          grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int], steps: int,
+          seed_batch: int = 64) -> SweepResult:
   """Per-step regret of every grid point and seed, as one jitted program per static combination.
 
   Args:
@@ -52,8 +53,9 @@ def sweep(build: Callable[..., tuple[env_lib.PreferenceEnv, Agent]],
       looped over in Python.
     seeds: number of seeds n (seeds 0..n-1) or a list of seeds.
     steps: iterations per run.
+    seed_batch: seeds vmapped at once; more run in sequence inside the same program.
   Returns:
-    `SweepResult` with `regret` of shape (*grid, seed, step) and the axis names.
+    `SweepResult` with `regret` of shape (*grid, seed, step), the axis names and timings.
   """
   _checks.positive_int("steps", steps)
 
@@ -62,7 +64,7 @@ def sweep(build: Callable[..., tuple[env_lib.PreferenceEnv, Agent]],
     _validate(env, agent, steps)
 
   return grid_sweep(lambda hp, key: rollout(*build(**hp), key, steps).regret, grid, seeds,
-                    validate=validate)
+                    validate=validate, seed_batch=seed_batch)
 
 
 def _validate(env, agent, steps):

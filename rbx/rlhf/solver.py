@@ -19,8 +19,10 @@ Method (fixed iteration counts, so it jits and vmaps):
    frozen; on the free coordinates three directions are tried — the Newton direction of the
    concave minorant ℓ(r) + α ∇J*(r_k)·r (a DC / majorise–minimise step, always an ascent
    direction), the Newton direction of F itself (quadratic convergence near a strict local
-   maximum) and the scaled gradient — each at step sizes 2^0, 2^-1, …, 2^-(`line_search`−1).
-   The best projected point by F is kept, so F never decreases.
+   maximum; truncated at negative curvature) and the gradient scaled to the box — each at the
+   step sizes `shrink`^0, …, `shrink`^(`line_search`−1). Newton systems are solved by conjugate
+   gradients (A steps), which vectorise across seeds and starts where batched LAPACK calls do
+   not. The best projected point by F is kept, so F never decreases.
 3. The best refined point is returned.
 
 F and ℓ are invariant under r → r + c, so the maximiser is unique only up to such shifts
@@ -40,7 +42,12 @@ from rbx.rlhf import objectives
 
 
 class SolverConfig(NamedTuple):
-  """Static settings of `solve_optimistic` (they set array shapes, so they are not traced)."""
+  """Static settings of `solve_optimistic` (they set array shapes, so they are not traced).
+
+  A step of an agent costs about starts × iterations × (3 · line_search + 1) evaluations of F,
+  each O(A²). The defaults reach the brute-force maximum to 1e-3 on the tests' random
+  instances; lowering `starts` to 8 for A ≤ 4 does not (it drops vertex basins).
+  """
   iterations: int = 12
   starts: int = 16
   line_search: int = 6
