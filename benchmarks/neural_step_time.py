@@ -29,7 +29,6 @@ import jax
 jax.config.update("jax_num_cpu_devices", os.cpu_count())    # before any JAX work
 
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 from neural_torch_reference import covertype_like  # noqa: E402
 

@@ -39,7 +39,7 @@ def test_every_agent_learns_sublinearly_and_beats_random_play(regret):
     assert tot < 0.25 * random_per_step * T, (name, tot, random_per_step * T)
 
 
-def _round(key, K=4, d=5):
+def _round(key):
   return ENV.round(None, key, 1)
 
 
