@@ -120,3 +120,10 @@ def test_bradley_terry_frequencies():
     p = expit(float(env.r_star[0, a1] - env.r_star[0, a2]))
     se = np.sqrt(p * (1 - p) / n)
     assert abs(float(wins.mean()) - p) < 4 * se
+
+
+def test_likelihood_gradient_is_exact_where_rewards_tie():
+  # At r_a = r_b the derivative of w_ab log σ(d) + w_ba log σ(−d) is (w_ab − w_ba)/2.
+  wins = jnp.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+  g = jax.grad(rlhf.log_likelihood)(jnp.array([3.0, 3.0, 0.0]), wins)
+  np.testing.assert_allclose(g, [-0.5, 0.5, 0.0], atol=1e-6)

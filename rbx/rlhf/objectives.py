@@ -44,8 +44,9 @@ def log_likelihood(r: chex.Array, wins: chex.Array) -> chex.Array:
   d = r @ D
   w_ab, w_ba = wins[a, b], wins[b, a]
   # log σ(±d) = −max(∓d, 0) − log1p(e^(−|d|)): every term ≤ 0, so no cancellation in float32.
-  # (jnp.maximum splits its derivative at a tie, which keeps ∇ℓ exact at d = 0.)
-  soft = jnp.log1p(jnp.exp(-jnp.abs(d)))
+  # jnp.maximum splits its derivative at a tie, which keeps ∇ℓ exact at d = 0 (where the
+  # start at the centre of the box has every d = 0); jnp.abs would not, its ∂|d| at 0 is 1.
+  soft = jnp.log1p(jnp.exp(-jnp.maximum(d, -d)))
   return -(jnp.dot(jnp.maximum(-d, 0.0), w_ab) + jnp.dot(jnp.maximum(d, 0.0), w_ba)
            + jnp.dot(soft, w_ab + w_ba) + jnp.log(2.0) * jnp.trace(wins))
 

@@ -51,6 +51,8 @@ class SolverConfig(NamedTuple):
   iterations: int = 12
   starts: int = 16
   line_search: int = 6
+  prune_after: int = 4
+  keep: int = 4
   shrink: float = 0.2
   max_vertex_actions: int = 5
 
@@ -94,8 +96,14 @@ def solve_optimistic(wins: chex.Array, pi_ref: chex.Array, pi_cal: chex.Array, b
     cands = cands[idx]
 
   step = lambda r, _: (_ascent_step(r, wins, pi_ref, pi_cal, beta, alpha, r_max, config), None)
-  refined = jax.vmap(lambda r0: jax.lax.scan(step, r0, None, length=config.iterations)[0])(cands)
-  return refined[jnp.argmax(jax.vmap(F)(refined))]
+  ascend = lambda rs, n: jax.vmap(lambda r0: jax.lax.scan(step, r0, None, length=n)[0])(rs)
+  if config.keep < cands.shape[0]:
+    cands = ascend(cands, config.prune_after)
+    _, idx = jax.lax.top_k(jax.vmap(F)(cands), config.keep)
+    cands = ascend(cands[idx], config.iterations - config.prune_after)
+  else:
+    cands = ascend(cands, config.iterations)
+  return cands[jnp.argmax(jax.vmap(F)(cands))]
 
 
 def _ascent_step(r, wins, pi_ref, pi_cal, beta, alpha, r_max, config):
