@@ -85,3 +85,19 @@ def test_large_action_sets_use_threshold_vertices():
   order = np.argsort(-(np.log(pi_ref) - np.log(pi_cal)))
   vertices = [F(2.0 * np.isin(np.arange(A), order[:k])) for k in range(1, A)]
   assert F(r) >= max([centre] + vertices) - 1e-4
+
+
+def test_pruned_starts_never_do_worse_than_their_best_start(solved):
+  # SolverConfig(keep=k) refines only the best k starts after `prune_after` iterations: faster,
+  # never below the best candidate start, never above the full solver's value.
+  cfg = rlhf.SolverConfig(keep=2, prune_after=2)
+  for p, full in zip(PROBLEMS[24:30], solved[24:30]):               # A = 4
+    args = [jnp.asarray(p[k], jnp.float32) for k in ("wins", "pi_ref", "pi_cal")]
+    r = np.asarray(rlhf.solve_optimistic(*args, p["beta"], p["alpha"], p["r_max"], config=cfg),
+                   np.float64)
+    F = lambda x: ref.objective(x, p["wins"], p["pi_ref"], p["pi_cal"], p["beta"], p["alpha"])
+    A = len(p["pi_ref"])
+    starts = [np.full(A, p["r_max"] / 2)] + [np.array(v, float) * p["r_max"]
+                                              for v in np.ndindex(*(2,) * A)][1:-1]
+    assert F(r) >= max(F(s) for s in starts) - 1e-4 * max(1.0, abs(F(r)))
+    assert F(r) <= F(full) + 1e-4 * max(1.0, abs(F(full)))

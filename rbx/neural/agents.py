@@ -164,9 +164,7 @@ def rbmle_pc(nu=0.1, n=0.5, lam=1e-3, eta=0.01, precision: str = "diag", **train
 
 def neural_ucb(nu=0.1, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
   """NeuralUCB (Zhou et al. 2020): f(x; θ̂) + ν √(gᵀ Z⁻¹ g / m), with its γ_t set to ν."""
-  cfg = _training(**training)
-  _checks.positive("nu", nu, strict=False)
-  opt = _optimizer(lam, eta, cfg)
+  cfg, opt = _setup(nu, lam, eta, training)
 
   def index(key, state, rnd, f, g, z_inv_g):
     del key, state, rnd
@@ -177,9 +175,7 @@ def neural_ucb(nu=0.1, lam=1e-3, eta=0.01, precision: str = "diag", **training) 
 
 def neural_ts(nu=0.1, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
   """NeuralTS (Zhang et al. 2021): r̃_a ~ N(f(x_a; θ̂), ν² σ_a²), σ_a² = λ g_aᵀ Z⁻¹ g_a / m."""
-  cfg = _training(**training)
-  _checks.positive("nu", nu, strict=False)
-  opt = _optimizer(lam, eta, cfg)
+  cfg, opt = _setup(nu, lam, eta, training)
 
   def index(key, state, rnd, f, g, z_inv_g):
     del state, rnd
@@ -293,6 +289,13 @@ def _training(width: int = 32, depth: int = 2, train_steps: int = 10, batch_size
     raise ValueError(f"restart must be a bool, got {restart!r}")
   _checks.choice("optimizer", optimizer, OPTIMIZERS)
   return Training(train_steps, batch_size, restart, optimizer, width, depth)
+
+
+def _setup(nu, lam, eta, training):
+  """The training config and optimiser of an agent whose bonus weight is a constant ν."""
+  cfg = _training(**training)
+  _checks.positive("nu", nu, strict=False)
+  return cfg, _optimizer(lam, eta, cfg)
 
 
 def _optimizer(lam, eta, cfg):
