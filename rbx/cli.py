@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rbx.data import cli as data_cli
+
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(prog="rbx", description=__doc__)
@@ -12,7 +14,10 @@ def main(argv=None) -> int:
   demo.add_argument("--seeds", type=int, default=None, help="number of seeds (default 64)")
   demo.add_argument("--steps", type=int, default=None, help="iterations per run (default 500)")
   demo.add_argument("--alpha", type=float, default=None, help="the constant alpha (default 3)")
+  data_cli.register(sub)
   args = parser.parse_args(argv)
+  if args.command == "data":
+    return args.handler(args)
 
   if args.command == "demo":
     from rbx import demo as demo_lib
