@@ -13,12 +13,28 @@ from typing import Any
 
 import chex
 import jax
-import jax.numpy as jnp
 
 from rbx import _checks
+from rbx.core import loop
 from rbx.neural import env as env_lib
 from rbx.neural.agents import Agent, StepInfo
 from rbx.sweep import SweepResult, grid_sweep
+
+
+def make_run(env: env_lib.Env, agent: Agent, capacity: int) -> loop.Run:
+  """`agent` on `env` as a `Run` with a history buffer of `capacity` rounds; the carry is
+  (the seed's data order, `AgentState`)."""
+  def init(key):
+    k_env, k_agent = jax.random.split(jax.random.fold_in(key, 0))
+    return env.reset(k_env), agent.init(k_agent, env, capacity)
+
+  def step(carry, key, t):
+    stream, state = carry
+    k_round, k_step = jax.random.split(jax.random.fold_in(key, t))
+    state, info = agent.step(k_step, state, env.round(stream, k_round, t))
+    return (stream, state), info
+
+  return loop.Run(init, step)
 
 
 def rollout(env: env_lib.Env, agent: Agent, key: chex.PRNGKey, steps: int,
@@ -27,16 +43,7 @@ def rollout(env: env_lib.Env, agent: Agent, key: chex.PRNGKey, steps: int,
 
   `capacity` is the history buffer's size, `steps` by default.
   """
-  k_env, k_agent = jax.random.split(jax.random.fold_in(key, 0))
-  stream = env.reset(k_env)
-
-  def body(state, t):
-    k_round, k_step = jax.random.split(jax.random.fold_in(key, t))
-    return agent.step(k_step, state, env.round(stream, k_round, t))
-
-  state = agent.init(k_agent, env, steps if capacity is None else capacity)
-  _, info = jax.lax.scan(body, state, jnp.arange(1, steps + 1))
-  return info
+  return loop.rollout(make_run(env, agent, steps if capacity is None else capacity), key, steps)
 
 
 def simulate(env: env_lib.Env, agent: Agent, key: chex.PRNGKey, steps: int,
@@ -73,7 +80,7 @@ def sweep(build: Callable[..., tuple[env_lib.Env, Agent]],
     env, agent = build(**point)
     _validate(env, agent, steps, None)
 
-  return grid_sweep(lambda hp, key: rollout(*build(**hp), key, steps).regret, grid, seeds,
+  return grid_sweep(lambda hp: make_run(*build(**hp), steps), grid, seeds, steps,
                     validate=validate)
 
 

@@ -11,21 +11,23 @@ from typing import Any
 
 import chex
 import jax
-import jax.numpy as jnp
 
 from rbx import _checks
+from rbx.core import loop
 from rbx.rlhf import env as env_lib
 from rbx.rlhf.agents import Agent, StepInfo
 from rbx.sweep import SweepResult, grid_sweep
 
 
+def make_run(env: env_lib.PreferenceEnv, agent: Agent) -> loop.Run:
+  """`agent` on `env` as a `Run`: the carry is the `AgentState`, step t uses `fold_in(key, t)`."""
+  return loop.Run(init=lambda key: agent.init(env),
+                  step=lambda state, key, t: agent.step(jax.random.fold_in(key, t), state, env))
+
+
 def rollout(env: env_lib.PreferenceEnv, agent: Agent, key: chex.PRNGKey, steps: int) -> StepInfo:
   """The traceable loop: `lax.scan` of `agent.step` over t = 1..steps; fields shape (steps,)."""
-  def body(state, t):
-    return agent.step(jax.random.fold_in(key, t), state, env)
-
-  _, info = jax.lax.scan(body, agent.init(env), jnp.arange(1, steps + 1))
-  return info
+  return loop.rollout(make_run(env, agent), key, steps)
 
 
 def simulate(env: env_lib.PreferenceEnv, agent: Agent, key: chex.PRNGKey, steps: int) -> StepInfo:
@@ -63,8 +65,8 @@ def sweep(build: Callable[..., tuple[env_lib.PreferenceEnv, Agent]],
     env, agent = build(**point)
     _validate(env, agent, steps)
 
-  return grid_sweep(lambda hp, key: rollout(*build(**hp), key, steps).regret, grid, seeds,
-                    validate=validate, seed_batch=seed_batch)
+  return grid_sweep(lambda hp: make_run(*build(**hp)), grid, seeds, steps, validate=validate,
+                    seed_batch=seed_batch)
 
 
 def _validate(env, agent, steps):

@@ -1,0 +1,57 @@
+"""Sharding the seed axis over local devices, and splitting seeds over hosts.
+
+One host: `seed_mesh(n)` is a 1-D `jax.sharding.Mesh` named "seed" over n local devices;
+the driver runs each chunk under `jax.shard_map` with the seeds (and every leaf of the
+carried state, shape (G, S, ...)) split as `P(None, "seed")`, so each device steps its own
+seeds and no data moves between devices. With one device the driver runs unsharded.
+
+Many hosts: after `initialize` (`jax.distributed.initialize`), process p runs the seeds
+`process_slice(seeds)` on its local devices only, and `gather` reassembles every process's
+records with `process_allgather` (over Gloo on CPU, NCCL/ICI elsewhere).
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, Mesh
+
+
+def seed_mesh(num_devices: int | None = None) -> Mesh | None:
+  """A mesh ("seed",) over the first `num_devices` local devices (default all); None for one."""
+  local = jax.local_devices()
+  n = len(local) if num_devices is None else num_devices
+  if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(local):
+    raise ValueError(f"devices must be an integer in [1, {len(local)}] (the local devices), got {n!r}")
+  if n == 1:
+    return None
+  return jax.make_mesh((n,), ("seed",), axis_types=(AxisType.Explicit,), devices=local[:n])
+
+
+def initialize(coordinator: str | None = None, num_processes: int | None = None,
+               process_id: int | None = None) -> None:
+  """`jax.distributed.initialize`; with no arguments JAX reads a cluster launcher's
+  environment (SLURM, Open MPI, Kubernetes/TPU), otherwise all three must be given."""
+  jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
+                             process_id=process_id)
+
+
+def process_slice(seeds: np.ndarray) -> np.ndarray:
+  """This process's contiguous share of `seeds`: ⌈S / P⌉ seeds (the last may have fewer)."""
+  per = math.ceil(seeds.size / jax.process_count())
+  p = jax.process_index()
+  return seeds[p * per:(p + 1) * per]
+
+
+def gather(local: np.ndarray, num_seeds: int, axis: int) -> np.ndarray:
+  """Every process's `local` records (seed axis `axis`, from `process_slice`) joined in seed order."""
+  if jax.process_count() == 1:
+    return local
+  from jax.experimental import multihost_utils
+  per = math.ceil(num_seeds / jax.process_count())
+  pad = [(0, 0)] * local.ndim
+  pad[axis] = (0, per - local.shape[axis])
+  stacked = multihost_utils.process_allgather(np.pad(local, pad, constant_values=np.nan))
+  joined = np.concatenate(list(stacked), axis=axis)
+  return np.take(joined, np.arange(num_seeds), axis=axis)

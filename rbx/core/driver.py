@@ -1,0 +1,232 @@
+"""The chunked sweep driver: seeds × grid × steps as jitted chunks with state carried between.
+
+A sweep is split into work units — one per static grid combination and block of at most
+`seed_block` seeds — run one after another. A unit's state, shape (G, S_block, ...) per leaf
+(G numeric grid points), lives on the devices from its `init` program through
+⌈T / chunk⌉ calls of one compiled chunk program (steps t0..t0+chunk−1, t0 traced, so one
+compile serves every chunk; a shorter last chunk compiles once more). Between chunks, in
+Python, the driver records the chunk's regret on the host (`Recorder`), advances the progress
+bar, hands a `Snapshot` of everything to `on_chunk` (the checkpoint) and asks `stop()` whether
+to end early (Ctrl-C). Resuming from a snapshot repeats exactly the same programs on exactly
+the same inputs, so the results are bit-identical to an uninterrupted run.
+
+Inside a program the G grid points are vmapped and the seeds run through
+`lax.map(..., batch_size=seed_batch)`; with a mesh (`rbx.core.devices.seed_mesh`) the seed
+axis is split over its devices with `jax.shard_map` (each device maps its own seeds). Seed s
+uses `jax.random.key(s)` wherever it runs.
+
+Memory (bytes): device ≈ G·S_block·(state per seed) + G·S_block·chunk·4 (the chunk's regret)
++ the working set of G·seed_batch seeds per device; host ≈ the records (see
+`rbx.core.record`) + G·S·8 (R(t) so far) + one unit's state while a checkpoint is written.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from rbx import _checks
+from rbx.core import loop
+from rbx.core.grid import Grid
+from rbx.core.progress import Progress
+from rbx.core.record import Recorder
+
+
+class Sweep(NamedTuple):
+  """What to run: `build(point) -> Run` for a grid point (numeric fields traced), the grid,
+  the seeds (int array) and the number of steps T."""
+  build: Callable[[dict[str, Any]], loop.Run]
+  grid: Grid
+  seeds: np.ndarray
+  steps: int
+
+
+class Options(NamedTuple):
+  """How to run it.
+
+  Attributes:
+    chunk: steps per jitted chunk (None: all T in one chunk).
+    record: "steps", "log" or "summary" (see `rbx.core.record`).
+    log_points: the number of log-spaced steps kept by record = "log".
+    seed_batch: seeds vmapped at once per device; more run in sequence in the same program.
+    seed_block: seeds whose state is held at once (None: all); blocks run one after another.
+  """
+  chunk: int | None = None
+  record: str = "steps"
+  log_points: int = 50
+  seed_batch: int = 64
+  seed_block: int | None = None
+
+
+class Snapshot(NamedTuple):
+  """The sweep between two chunks: work unit `unit` has run `t` steps with state `carry`
+  (host copies of the leaves; None between units), the records so far and the statistics
+  (compile_seconds, run_seconds, seed_steps)."""
+  unit: int
+  t: int
+  carry: list[np.ndarray] | None
+  records: dict[str, np.ndarray]
+  stats: dict[str, float]
+
+
+class Outcome(NamedTuple):
+  """The records, the statistics, the compiles (what, seconds) and whether every unit finished."""
+  recorder: Recorder
+  stats: dict[str, float]
+  compiles: list[tuple[str, float]]
+  complete: bool
+
+
+def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapshot | None = None,
+        on_chunk: Callable[[Snapshot], None] | None = None, stop: Callable[[], bool] | None = None,
+        progress: bool = False) -> Outcome:
+  """Runs (or, from `start`, continues) `sweep`; see the module docstring.
+
+  Args:
+    sweep: what to run.
+    options: chunk size, what to record, seed batching.
+    mesh: a ("seed",) mesh to shard the seeds over, or None for one device.
+    start: a snapshot to continue from (from `on_chunk` of an earlier run of the same sweep).
+    on_chunk: called after every chunk with the snapshot (e.g. to write a checkpoint).
+    stop: polled after every chunk; True ends the run early (`complete=False`).
+    progress: show a tqdm bar on stderr.
+  """
+  T = _checks.positive_int("steps", sweep.steps)
+  chunk = T if options.chunk is None else min(_checks.positive_int("chunk", options.chunk), T)
+  seed_batch = _checks.positive_int("seed_batch", options.seed_batch)
+  S = sweep.seeds.size
+  block = S if options.seed_block is None else _checks.positive_int("seed_block", options.seed_block)
+  combos = sweep.grid.combos()
+  points = sweep.grid.points() or {_NO_FIELD: np.zeros(1, np.float32)}
+  G = sweep.grid.num_points
+  units = [(c, lo, min(lo + block, S)) for c in range(len(combos)) for lo in range(0, S, block)]
+  recorder = Recorder(options.record, T, (len(combos), G, S), options.log_points)
+  stats = dict(compile_seconds=0.0, run_seconds=0.0, seed_steps=0)
+  u, t_done, restored = 0, 0, None
+  if start is not None:
+    recorder.restore(start.records)
+    stats = dict(start.stats)
+    u, t_done, restored = start.unit, start.t, start.carry
+  n_dev = 1 if mesh is None else mesh.devices.size
+  bar = Progress(len(combos) * G * S * T, int(stats["seed_steps"]), enabled=progress)
+  programs, compiles = {}, []
+
+  def compiled(key, what, make, *args):
+    if key not in programs:
+      begin = time.perf_counter()
+      programs[key] = make().lower(*args).compile()
+      seconds = time.perf_counter() - begin
+      stats["compile_seconds"] += seconds
+      compiles.append((what, seconds))
+      bar.compiled(what, seconds)
+    return programs[key]
+
+  try:
+    while u < len(units):
+      c, lo, hi = units[u]
+      label = ", ".join(f"{k}={v}" for k, v in combos[c].items()) or "sweep"
+      seeds = _pad(sweep.seeds[lo:hi], n_dev)
+      batch = min(seed_batch, seeds.size // n_dev)
+      init_fn, chunk_fn = _functions(sweep.build, combos[c], batch, mesh)
+      seeds_dev = _put(seeds, mesh, P("seed"))
+      if restored is None:
+        init = compiled(("init", c, seeds.size), f"init for {label} ({seeds.size} seeds)",
+                        lambda: jax.jit(init_fn), points, seeds_dev)
+        carry = init(points, seeds_dev)
+      else:
+        carry = _restore(jax.eval_shape(init_fn, points, seeds_dev), restored, mesh)
+        restored = None
+      while t_done < T:
+        length = min(chunk, T - t_done)
+        step = compiled(("chunk", c, seeds.size, length),
+                        f"chunk for {label} ({seeds.size} seeds x {length} steps)",
+                        lambda: jax.jit(lambda h, s, x, t: chunk_fn(h, s, x, t, length),
+                                        donate_argnums=2),
+                        points, seeds_dev, carry, jnp.int32(t_done + 1))
+        begin = time.perf_counter()
+        carry, regret = step(points, seeds_dev, carry, jnp.int32(t_done + 1))
+        regret = np.asarray(regret)[:, :hi - lo]
+        stats["run_seconds"] += time.perf_counter() - begin
+        recorder.add(c, slice(lo, hi), t_done + 1, regret)
+        t_done += length
+        stats["seed_steps"] += regret.size
+        bar.advance(regret.size, f"{label} seeds {lo}..{hi - 1} t={t_done}/{T}")
+        last = t_done == T
+        if on_chunk is not None:
+          leaves = None if last else [np.array(x) for x in jax.tree.leaves(carry)]
+          on_chunk(Snapshot(u + 1 if last else u, 0 if last else t_done, leaves,
+                            recorder.state(), dict(stats)))
+        if stop is not None and stop() and not (last and u == len(units) - 1):
+          return Outcome(recorder, stats, compiles, False)
+      u, t_done = u + 1, 0
+  finally:
+    bar.close()
+  return Outcome(recorder, stats, compiles, True)
+
+
+_NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid field is numeric
+
+
+def _functions(build, fixed, batch, mesh):
+  """(init(points, seeds) -> carry, chunk(points, seeds, carry, t0, length) -> (carry, regret))
+  over (G, S); per device when `mesh` is given."""
+  def point(hp):
+    return build({**fixed, **{k: v for k, v in hp.items() if k != _NO_FIELD}})
+
+  def init(points, seeds):
+    return jax.vmap(lambda hp: jax.lax.map(lambda s: point(hp).init(jax.random.key(s)), seeds,
+                                           batch_size=batch))(points)
+
+  def chunk(points, seeds, carry, t0, length):
+    def one(hp, s, c):
+      c, info = loop.scan(point(hp), jax.random.key(s), c, t0, length)
+      return c, info.regret
+    return jax.vmap(lambda hp, cs: jax.lax.map(lambda a: one(hp, *a), (seeds, cs),
+                                               batch_size=batch))(points, carry)
+
+  if mesh is None:
+    return init, chunk
+  sharded = P(None, "seed")
+  init_s = jax.shard_map(init, mesh=mesh, in_specs=(P(), P("seed")), out_specs=sharded)
+
+  def chunk_s(points, seeds, carry, t0, length):
+    return jax.shard_map(lambda h, s, x, t: chunk(h, s, x, t, length), mesh=mesh,
+                         in_specs=(P(), P("seed"), sharded, P()),
+                         out_specs=(sharded, sharded))(points, seeds, carry, t0)
+  return init_s, chunk_s
+
+
+def _pad(seeds: np.ndarray, n: int) -> np.ndarray:
+  """`seeds` repeated at the end to a multiple of n (the padding's results are dropped)."""
+  extra = -seeds.size % n
+  return np.concatenate([seeds, np.repeat(seeds[-1:], extra)]).astype(np.int32)
+
+
+def _put(x, mesh, spec):
+  return jnp.asarray(x) if mesh is None else jax.device_put(x, NamedSharding(mesh, spec))
+
+
+def _restore(abstract, leaves: list[np.ndarray], mesh):
+  """The carry of shape `abstract` from host `leaves`; ValueError if they do not match."""
+  want, treedef = jax.tree.flatten(abstract)
+  if len(leaves) != len(want) or any(a.shape != w.shape or a.dtype != w.dtype
+                                     for a, w in zip(leaves, want)):
+    raise ValueError("the saved state does not match this sweep's state: "
+                     f"{[(a.shape, str(a.dtype)) for a in leaves]} vs "
+                     f"{[(w.shape, str(w.dtype)) for w in want]}")
+  return treedef.unflatten([_put(a, mesh, P(None, "seed")) for a in leaves])
+
+
+def state_bytes(sweep: Sweep) -> int:
+  """Bytes of carried state per seed and grid point (the first static combination)."""
+  combo = sweep.grid.combos()[0]
+  points = {k: v[:1] for k, v in sweep.grid.points().items()} or {_NO_FIELD: np.zeros(1, np.float32)}
+  init, _ = _functions(sweep.build, combo, 1, None)
+  leaves = jax.tree.leaves(jax.eval_shape(init, points, np.zeros(1, np.int32)))
+  return int(sum(math.prod(x.shape) * x.dtype.itemsize for x in leaves))

@@ -1,0 +1,87 @@
+"""Seeds and the Cartesian hyperparameter grid of a sweep, with named axes.
+
+Numeric grid fields become traced arrays (one flat axis of all their combinations, vmapped);
+the others — names, sizes, anything in `static` — are looped over in Python, one compiled
+program per combination. `Grid.arrange` puts results back in the fields' order.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rbx import _checks
+
+
+def seed_list(seeds: int | Sequence[int]) -> np.ndarray:
+  """`seeds` as an int array: n means seeds 0..n-1."""
+  if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+    return np.arange(_checks.positive_int("seeds", seeds))
+  arr = np.asarray(list(seeds))
+  if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+    raise ValueError(f"seeds must be a positive int or a non-empty list of ints, got {seeds!r}")
+  return arr
+
+
+class Grid:
+  """The Cartesian product of `fields`' values, split into static and numeric fields.
+
+  Attributes:
+    fields: the field names in the order given (the results' leading axes).
+    values: field -> list of values.
+    static: fields looped over in Python (non-numeric values, or named in `static`).
+    numeric: fields vmapped over as float32 arrays.
+  """
+
+  def __init__(self, grid: Mapping[str, Sequence[Any]], static: Sequence[str] = ()):
+    self.fields = tuple(grid)
+    self.values = {}
+    for f in self.fields:
+      v = list(grid[f])
+      if not v:
+        raise ValueError(f"grid field {f!r} has no values")
+      self.values[f] = v
+    self.static = tuple(f for f in self.fields
+                        if f in static or not all(_is_number(x) for x in self.values[f]))
+    self.numeric = tuple(f for f in self.fields if f not in self.static)
+
+  @property
+  def shape(self) -> tuple[int, ...]:
+    return tuple(len(self.values[f]) for f in self.fields)
+
+  @property
+  def num_points(self) -> int:
+    """G: the numeric points vmapped in one program (1 when no field is numeric)."""
+    return int(np.prod([len(self.values[f]) for f in self.numeric], dtype=int))
+
+  def combos(self) -> list[dict[str, Any]]:
+    """The static combinations, one compiled program each."""
+    return [dict(zip(self.static, c))
+            for c in itertools.product(*(self.values[f] for f in self.static))]
+
+  def points(self) -> dict[str, np.ndarray]:
+    """Numeric field -> its values over the G numeric points, float32 arrays of shape (G,)."""
+    combos = list(itertools.product(*(self.values[f] for f in self.numeric)))
+    return {f: np.asarray([c[i] for c in combos], np.float32) for i, f in enumerate(self.numeric)}
+
+  def each(self) -> Iterator[dict[str, Any]]:
+    """Every concrete grid point (for validation before anything is traced)."""
+    for combo in itertools.product(*(self.values[f] for f in self.fields)):
+      yield dict(zip(self.fields, combo))
+
+  def arrange(self, blocks: np.ndarray) -> np.ndarray:
+    """(num_combos, G, *rest) in (static, numeric) order -> (*grid shape, *rest) in field order."""
+    rest = blocks.shape[2:]
+    shape = tuple(len(self.values[f]) for f in self.static + self.numeric)
+    out = blocks.reshape(shape + rest)
+    order = self.static + self.numeric
+    return np.moveaxis(out, [order.index(f) for f in self.fields], list(range(len(self.fields))))
+
+  def coords(self) -> dict[str, np.ndarray]:
+    return {f: np.asarray(self.values[f]) for f in self.fields}
+
+
+def _is_number(x) -> bool:
+  return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
