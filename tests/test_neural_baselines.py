@@ -1,0 +1,104 @@
+"""The baselines LinRBMLE, LinUCB, DeepFPL and BootstrappedNN: sublinear regret far below random
+play, the linear agents against explicit inverses and the disjoint block structure, the
+bootstrap's data masks, traced ν in sweeps, and validation."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rbx import neural
+
+T = 1000
+ENV = neural.synthetic("linear", dim=5, num_arms=4, noise=0.1, seed=0)
+BASELINES = {"lin_rbmle": dict(nu=0.1), "lin_ucb": dict(nu=0.1), "deep_fpl": dict(nu=0.1),
+             "bootstrapped_nn": dict()}
+
+
+@pytest.fixture(scope="module")
+def regret():
+  return neural.sweep(lambda agent: (ENV, neural.get(agent, **BASELINES[agent])),
+                      {"agent": list(BASELINES)}, seeds=2, steps=T)
+
+
+def test_every_baseline_learns_sublinearly_and_far_below_random_play(regret):
+  assert regret.regret.shape == (len(BASELINES), 2, T)
+  rounds = jax.vmap(lambda k: ENV.round(None, k, 1))(jax.random.split(jax.random.key(9), 20000))
+  random_total = T * float(jnp.mean(rounds.mean.max(1) - rounds.mean.mean(1)))
+  first = regret.regret[..., : T // 2].sum(-1).mean(-1)
+  second = regret.regret[..., T // 2:].sum(-1).mean(-1)
+  for name, f, s in zip(BASELINES, first, second):
+    assert s < 0.5 * f, (name, f, s)
+    assert f + s < 0.05 * random_total, (name, f + s, random_total)
+
+
+@pytest.mark.parametrize("name", ["lin_rbmle", "lin_ucb"])
+def test_linear_index_and_sherman_morrison_match_explicit_inverses(name):
+  X, y = _toy_data()
+  env = neural.classification(X, y)
+  nu, lam = 0.7, 0.5
+  agent = neural.get(name, nu=nu, lam=lam)
+  state = agent.init(jax.random.key(0), env, 50)
+  stream = env.reset(jax.random.key(1))
+  played = {b: [] for b in range(env.num_arms)}
+  for t in range(1, 31):
+    rnd = env.round(stream, None, t)
+    V = [lam * np.eye(env.dim) + sum((np.outer(x, x) for x, _ in played[b]), np.zeros((env.dim,) * 2))
+         for b in range(env.num_arms)]
+    xr = [sum((r * x for x, r in played[b]), np.zeros(env.dim)) for b in range(env.num_arms)]
+    index = []
+    for x, b in zip(np.asarray(rnd.x, np.float64), np.asarray(rnd.block)):
+      v_inv = np.linalg.inv(V[b])
+      w2 = x @ v_inv @ x
+      bonus = 0.5 * nu * np.sqrt(t) * w2 if name == "lin_rbmle" else nu * np.sqrt(w2)
+      index.append(x @ v_inv @ xr[b] + bonus)
+    state, info = agent.step(None, state, rnd)
+    a = int(info.arm)
+    assert a == int(np.argmax(index)), t
+    played[int(rnd.block[a])].append((np.asarray(rnd.x[a], np.float64), float(rnd.reward[a])))
+  # V is block-diagonal over arms under the disjoint encoding: one (d', d') block per arm
+  assert state.v_inv.shape == (env.num_arms, env.dim, env.dim)
+  for b in range(env.num_arms):
+    V = lam * np.eye(env.dim) + sum((np.outer(x, x) for x, _ in played[b]), np.zeros((env.dim,) * 2))
+    np.testing.assert_allclose(np.asarray(state.v_inv[b]), np.linalg.inv(V), rtol=1e-4, atol=1e-5)
+
+
+def test_bootstrap_networks_see_about_p_of_the_data_and_differ():
+  agent = neural.bootstrapped_nn(p=0.8, num_networks=4, train_steps=2)
+  state = agent.init(jax.random.key(0), ENV, 400)
+  step = jax.jit(agent.step)
+  for t in range(1, 401):
+    state, _ = step(jax.random.fold_in(jax.random.key(1), t), state,
+                    ENV.round(None, jax.random.fold_in(jax.random.key(2), t), t))
+  member, mask = np.asarray(state.member), np.asarray(state.buffer.mask)
+  assert (member <= mask).all() and mask.sum() == 400
+  frac = member.sum((1, 2)) / 400
+  assert np.all(np.abs(frac - 0.8) < 0.08), frac
+  assert not np.allclose(state.theta.w[0], state.theta.w[1])
+
+
+def test_nu_is_traced_in_a_sweep_and_matches_simulate():
+  env = neural.classification(*_toy_data())
+  for name in ["lin_rbmle", "deep_fpl"]:
+    build = lambda nu, name=name: (env, neural.get(name, nu=nu))
+    res = neural.sweep(build, {"nu": [1.0, 1e-3]}, seeds=[3], steps=40)
+    alone = neural.simulate(*build(1.0), jax.random.key(3), 40).regret
+    np.testing.assert_allclose(res.sel(nu=1.0, seed=3).regret, alone, atol=1e-6)
+    assert not np.allclose(res.regret[0], res.regret[1]), name
+
+
+def _toy_data():
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(200, 6))
+  return X, np.argmax(X @ rng.normal(size=(6, 3)), 1)
+
+
+@pytest.mark.parametrize("name,kw,field", [
+    ("lin_rbmle", dict(lam=0.0), "lam"), ("lin_rbmle", dict(n=-1.0), "n"),
+    ("lin_ucb", dict(nu=-0.1), "nu"), ("deep_fpl", dict(eta=0.0), "eta"),
+    ("deep_fpl", dict(width=3), "width"), ("bootstrapped_nn", dict(p=1.5), "p"),
+    ("bootstrapped_nn", dict(num_networks=0), "num_networks"),
+    ("bootstrapped_nn", dict(batch_size=32), "batch_size"),
+])
+def test_bad_baseline_settings_raise(name, kw, field):
+  with pytest.raises(ValueError, match=field):
+    neural.get(name, **kw)
