@@ -74,6 +74,12 @@ def test_bootstrap_networks_see_about_p_of_the_data_and_differ():
   frac = member.sum((1, 2)) / 400
   assert np.all(np.abs(frac - 0.8) < 0.08), frac
   assert not np.allclose(state.theta.w[0], state.theta.w[1])
+  # the minibatch view: network i's rows are exactly its mask's rows
+  S = mask.shape[1]
+  for i in range(4):
+    rows = np.asarray(state.slot[i, : int(state.count[i])])
+    assert int(state.count[i]) == member[i].sum()
+    assert np.all(member[i][rows // S, rows % S] == 1.0) and len(set(rows.tolist())) == len(rows)
 
 
 def test_nu_is_traced_in_a_sweep_and_matches_simulate():
@@ -97,7 +103,7 @@ def _toy_data():
     ("lin_ucb", dict(nu=-0.1), "nu"), ("deep_fpl", dict(eta=0.0), "eta"),
     ("deep_fpl", dict(width=3), "width"), ("bootstrapped_nn", dict(p=1.5), "p"),
     ("bootstrapped_nn", dict(num_networks=0), "num_networks"),
-    ("bootstrapped_nn", dict(batch_size=32), "batch_size"),
+    ("bootstrapped_nn", dict(batch_size=0), "batch_size"),
 ])
 def test_bad_baseline_settings_raise(name, kw, field):
   with pytest.raises(ValueError, match=field):

@@ -25,8 +25,8 @@ Neural agents. DeepFPL and BootstrappedNN train the network of (2) exactly as th
 `rbx.neural.agents` do (J optimiser steps per round on the Gaussian ℓ_λ of (10), divided by
 n_t; warm start or `restart`; `width`, `depth`, `train_steps`, `batch_size`, `optimizer`), and
 act greedily on the trained network(s). Each bootstrap network has its own θ_0 (independent
-initialisations, as Osband et al.) and its data are a mask over the shared history buffer, so
-it trains full-batch only.
+initialisations, as Osband et al.) and its data are a view of the shared history buffer: a
+mask over its rows (full-batch training) and the list of its rows (minibatches).
 
 Every numeric hyperparameter (ν, n, λ, η, p) may be traced, so `rbx.neural.sweep` vmaps over it.
 """
@@ -67,6 +67,8 @@ class BootstrapState(NamedTuple):
     opt_state: the optimiser's state, q-stacked.
     theta0: the q-stack of each network's θ_0^{(i)}.
     member: 1.0 where a buffer row belongs to network i's data, (q, G, S) like `buffer.mask`.
+    slot: network i's rows as flat buffer rows, (q, N) like `buffer.slot`.
+    count: the number of network i's rows, (q,).
     buffer: the history F_t.
     t: the round about to run, from 1; int32 scalar.
   """
@@ -74,6 +76,8 @@ class BootstrapState(NamedTuple):
   opt_state: Any
   theta0: Params
   member: chex.Array
+  slot: chex.Array
+  count: chex.Array
   buffer: buffer_lib.Buffer
   t: chex.Array
 
@@ -143,12 +147,9 @@ def bootstrapped_nn(p=0.8, lam=1e-3, eta=0.01, num_networks: int = 10, **trainin
     p: the probability that an observation joins a network's data (Appendix F: 0.8); traced.
     lam, eta: λ of (10) and the step size η; traced.
     num_networks: q (Appendix F: 10); static.
-    **training: as `rbx.neural.rbmle_ga`, but full batch only (`batch_size=None`).
+    **training: as `rbx.neural.rbmle_ga`.
   """
   cfg = agents_lib._training(**training)
-  if cfg.batch_size is not None:
-    raise ValueError(f"batch_size must be None for bootstrapped_nn (each network's data is a mask"
-                     f" over the history, used by full-batch training), got {cfg.batch_size}")
   q = _checks.positive_int("num_networks", num_networks)
   _checks.in_range("p", p, 0.0, 1.0)
   opt = agents_lib._optimizer(lam, eta, cfg)
@@ -158,8 +159,9 @@ def bootstrapped_nn(p=0.8, lam=1e-3, eta=0.01, num_networks: int = 10, **trainin
     keys = jax.random.split(key, q)
     theta0 = jax.vmap(lambda k: network.init(k, env.dim, cfg.width, cfg.depth, env.num_blocks))(keys)
     buf = buffer_lib.empty(capacity, env.dim, env.num_blocks)
-    return BootstrapState(theta0, jax.vmap(opt.init)(theta0), theta0, jnp.zeros((q,) + buf.mask.shape),
-                          buf, jnp.ones((), jnp.int32))
+    return BootstrapState(theta0, jax.vmap(opt.init)(theta0), theta0,
+                          jnp.zeros((q,) + buf.mask.shape), jnp.zeros((q,) + buf.slot.shape, jnp.int32),
+                          jnp.zeros(q, jnp.int32), buf, jnp.ones((), jnp.int32))
 
   def step(key, state, rnd):
     k_pick, k_join, k_fit = jax.random.split(key, 3)
@@ -170,21 +172,24 @@ def bootstrapped_nn(p=0.8, lam=1e-3, eta=0.01, num_networks: int = 10, **trainin
     state, info = agents_lib._finish(state, rnd, arm)
     buf = state.buffer
     flat = buf.slot[buf.count - 1]                 # the row the new observation went to
-    joined = jax.random.bernoulli(k_join, p, (q,)).astype(jnp.float32)
-    member = state.member.reshape(q, -1)
-    member = member.at[:, flat].set(jnp.where(buf.count > count, joined, member[:, flat]))
+    joined = jax.random.bernoulli(k_join, p, (q,)) & (buf.count > count)
+    member = state.member.reshape(q, -1).at[:, flat].max(joined.astype(jnp.float32))
     member = member.reshape(state.member.shape)
+    nets, rows = jnp.arange(q), jnp.minimum(state.count, buf.slot.shape[0] - 1)
+    slot = state.slot.at[nets, rows].set(jnp.where(joined, flat, state.slot[nets, rows]))
+    counts = state.count + joined
     theta, opt_state = state.theta, state.opt_state
     if cfg.restart:
       theta, opt_state = state.theta0, jax.vmap(opt.init)(state.theta0)
 
-    def fit(th, os, th0, mask, k):
-      return agents_lib._fit(th, os, th0, buf._replace(mask=buf.mask * mask), k, lik, lam, opt,
-                             cfg, None)
+    def fit(th, os, th0, mask, rows, n, k):
+      own = buf._replace(mask=buf.mask * mask, slot=rows, count=n)      # network i's data
+      return agents_lib._fit(th, os, th0, own, k, lik, lam, opt, cfg, None)
 
-    theta, opt_state = jax.vmap(fit)(theta, opt_state, state.theta0, member,
+    theta, opt_state = jax.vmap(fit)(theta, opt_state, state.theta0, member, slot, counts,
                                      jax.random.split(k_fit, q))
-    return state._replace(theta=theta, opt_state=opt_state, member=member), info
+    return state._replace(theta=theta, opt_state=opt_state, member=member, slot=slot,
+                          count=counts), info
 
   return Agent("bootstrapped_nn", init, step)
 
