@@ -1,4 +1,8 @@
-"""The `rbx` command line."""
+"""The `rbx` command line: demo, run a sweep config (or resume one), plot, report, data.
+
+Each subcommand is added by a `register(subparsers)` function that sets `handler`, the
+function `main` calls with the parsed arguments; `rbx data` comes from `rbx/data/cli.py`.
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,28 +10,113 @@ import sys
 
 from rbx.data import cli as data_cli
 
+EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
+
 
 def main(argv=None) -> int:
+  args = build_parser().parse_args(argv)
+  return args.handler(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(prog="rbx", description=__doc__)
   sub = parser.add_subparsers(dest="command", required=True)
-  demo = sub.add_parser("demo", help="the RLHF paper's Examples 1-2 with Algorithm 1, VPO, XPO")
+  for register in (register_demo, register_run, register_plot, register_report, data_cli.register):
+    register(sub)
+  return parser
+
+
+def register_demo(subparsers) -> None:
+  demo = subparsers.add_parser("demo", help="the RLHF paper's Examples 1-2 with Algorithm 1, VPO, XPO")
   demo.add_argument("--seeds", type=int, default=None, help="number of seeds (default 64)")
   demo.add_argument("--steps", type=int, default=None, help="iterations per run (default 500)")
   demo.add_argument("--alpha", type=float, default=None, help="the constant alpha (default 3)")
-  data_cli.register(sub)
-  args = parser.parse_args(argv)
-  if args.command == "data":
-    return args.handler(args)
+  demo.set_defaults(handler=_demo)
 
-  if args.command == "demo":
-    from rbx import demo as demo_lib
-    try:
-      demo_lib.run(seeds=args.seeds or demo_lib.SEEDS, steps=args.steps or demo_lib.STEPS,
-                   alpha=demo_lib.ALPHA if args.alpha is None else args.alpha)
-    except ValueError as e:
-      print(f"rbx demo: {e}", file=sys.stderr)
-      return 2
+
+def register_run(subparsers) -> None:
+  p = subparsers.add_parser(
+      "run", help="run a sweep config (TOML) into a run directory, or --resume one",
+      description="Runs CONFIG.toml into its run directory (config `out`, or --out), with a "
+      "checkpoint after every chunk; Ctrl-C stops after the current chunk with everything saved. "
+      "`rbx run --resume DIR` continues from the newest good checkpoint.")
+  p.add_argument("config", nargs="?", help="the sweep config, a TOML file (see configs/)")
+  p.add_argument("--resume", metavar="DIR", help="continue the run in DIR")
+  p.add_argument("--out", metavar="DIR", help="the run directory (overrides the config's out)")
+  p.add_argument("--no-progress", action="store_true", help="no progress bar")
+  dist = p.add_argument_group("several hosts (jax.distributed.initialize)")
+  dist.add_argument("--distributed", action="store_true",
+                    help="initialise from the cluster launcher's environment (SLURM, Open MPI, ...)")
+  dist.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address")
+  dist.add_argument("--num-processes", type=int, help="the number of processes")
+  dist.add_argument("--process-id", type=int, help="this process's index, 0..N-1")
+  p.set_defaults(handler=_run, parser=p)
+
+
+def register_plot(subparsers) -> None:
+  p = subparsers.add_parser("plot", help="plot a finished run (PNG and SVG under DIR/plots)")
+  p.add_argument("dir", help="a run directory")
+  p.set_defaults(handler=_plot)
+
+
+def register_report(subparsers) -> None:
+  p = subparsers.add_parser("report", help="write DIR/report.md: summary, CIs, exponents, plots")
+  p.add_argument("dir", help="a run directory")
+  p.set_defaults(handler=_report)
+
+
+def _demo(args) -> int:
+  from rbx import demo as demo_lib
+  try:
+    demo_lib.run(seeds=args.seeds or demo_lib.SEEDS, steps=args.steps or demo_lib.STEPS,
+                 alpha=demo_lib.ALPHA if args.alpha is None else args.alpha)
+  except ValueError as e:
+    return _fail("demo", e)
   return 0
+
+
+def _run(args) -> int:
+  if (args.config is None) == (args.resume is None):
+    args.parser.error("give either CONFIG or --resume DIR")
+  from rbx import config as config_lib
+  from rbx import experiment
+  from rbx.core import checkpoint, devices
+  try:
+    if args.distributed or args.coordinator:
+      devices.initialize(args.coordinator, args.num_processes, args.process_id)
+    if args.resume:
+      status = experiment.resume(args.resume, progress=not args.no_progress)
+    else:
+      cfg = config_lib.load(args.config, out=args.out)
+      status = experiment.run(cfg, progress=not args.no_progress)
+  except (ValueError, OSError, checkpoint.CheckpointError) as e:
+    return _fail("run", e)
+  return EXIT_INTERRUPTED if status == experiment.INTERRUPTED else 0
+
+
+def _plot(args) -> int:
+  from rbx.core import plots, results
+  try:
+    figures = plots.plot_all(results.load(args.dir), f"{args.dir}/plots")
+  except (ValueError, OSError) as e:
+    return _fail("plot", e)
+  for paths in figures.values():
+    print(*paths)
+  return 0
+
+
+def _report(args) -> int:
+  from rbx.core import report
+  try:
+    print(report.write(args.dir))
+  except (ValueError, OSError) as e:
+    return _fail("report", e)
+  return 0
+
+
+def _fail(command: str, error: Exception) -> int:
+  print(f"rbx {command}: {error}", file=sys.stderr)
+  return EXIT_ERROR
 
 
 if __name__ == "__main__":

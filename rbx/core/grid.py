@@ -83,5 +83,21 @@ class Grid:
     return {f: np.asarray(self.values[f]) for f in self.fields}
 
 
+def select(array: np.ndarray, axes: Sequence[str], coords: Mapping[str, np.ndarray],
+           where: Mapping[str, Any]) -> tuple[np.ndarray, tuple[str, ...], dict[str, np.ndarray]]:
+  """`array` (axes `axes`) at the coordinates `where` (axis -> value); those axes are dropped."""
+  axes, coords = list(axes), dict(coords)
+  for name, value in where.items():
+    _checks.choice("axis", name, axes)
+    i = axes.index(name)
+    values = list(coords[name])
+    if value not in values:
+      raise ValueError(f"{name}={value!r} is not on the axis; values are {values}")
+    array = np.take(array, values.index(value), axis=i)
+    axes.pop(i)
+    coords.pop(name)
+  return array, tuple(axes), coords
+
+
 def _is_number(x) -> bool:
   return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)

@@ -1,0 +1,201 @@
+"""`rbx run`: a config into a run directory, checkpointed after every chunk, resumable.
+
+`run(config)` creates the directory (config.toml, metadata.json), runs the sweep with the
+chunked driver and writes the results (`rbx.core.results`); after every chunk the whole
+state — the carried agent states, the records and the statistics — is saved atomically to
+checkpoint.npz (`rbx.core.checkpoint`). Ctrl-C (SIGINT) or SIGTERM stops after the current
+chunk with everything saved (a second Ctrl-C stops at once, the last checkpoint intact);
+`resume(directory)` continues from the newest good checkpoint, and the results are
+bit-identical to an uninterrupted run. With several processes (`rbx.core.devices.initialize`)
+each runs its share of the seeds with its own checkpoint.p<i>.npz, and process 0 writes the
+gathered results.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jaxlib
+import numpy as np
+
+import rbx
+from rbx import config as config_lib
+from rbx.core import checkpoint, devices, driver
+from rbx.core import results as results_lib
+
+COMPLETE, INTERRUPTED, RUNNING = "complete", "interrupted", "running"
+
+
+def run(config: config_lib.Config, *, progress: bool = True, echo: Callable[[str], None] = print) -> str:
+  """Runs `config` into the new directory `config.out`; returns the status (complete or
+  interrupted)."""
+  directory = Path(config.out)
+  if (directory / results_lib.METADATA).exists():
+    raise FileExistsError(f"{directory} already holds a run: continue it with `rbx run --resume "
+                          f"{directory}`, or choose another directory with --out")
+  directory.mkdir(parents=True, exist_ok=True)
+  if jax.process_index() == 0:
+    (directory / results_lib.CONFIG).write_text(config.text)
+  return _execute(config, directory, None, progress, echo)
+
+
+def resume(directory: str | os.PathLike, *, progress: bool = True,
+           echo: Callable[[str], None] = print) -> str:
+  """Continues the run in `directory` from its newest good checkpoint; returns the status.
+
+  Raises:
+    FileNotFoundError: `directory` is not a run directory.
+    checkpoint.CheckpointError: every checkpoint is corrupt or belongs to another config.
+  """
+  directory = Path(directory)
+  if not (directory / results_lib.CONFIG).is_file():
+    raise FileNotFoundError(f"{directory} is not a run directory (no {results_lib.CONFIG})")
+  config = config_lib.loads((directory / results_lib.CONFIG).read_text(), out=str(directory))
+  meta_path = directory / results_lib.METADATA
+  if meta_path.is_file() and results_lib.read_json(meta_path).get("status") == COMPLETE:
+    echo(f"{directory} is already complete")
+    return COMPLETE
+  path = _checkpoint_path(directory)
+  if not path.exists() and not checkpoint.previous(path).exists():
+    echo(f"{directory} has no checkpoint yet: starting from the beginning")
+    return _execute(config, directory, None, progress, echo)
+  arrays, meta, problems = checkpoint.load_latest(path)
+  for problem in problems:
+    echo(f"warning: rejected {problem}; using the previous checkpoint")
+  if meta["digest"] != config.digest():
+    raise checkpoint.CheckpointError(f"{path} was written by a different config than "
+                                     f"{directory / results_lib.CONFIG}")
+  n_dev = _num_devices(devices.seed_mesh(config.devices))
+  if meta["devices"] != n_dev or meta["processes"] != jax.process_count():
+    raise checkpoint.CheckpointError(
+        f"{path} was written with {meta['devices']} device(s) x {meta['processes']} process(es); "
+        f"resume with the same (set devices = {meta['devices']} in the config)")
+  carry = [arrays[f"carry.{i}"] for i in range(meta["leaves"])] if meta["leaves"] else None
+  start = driver.Snapshot(meta["unit"], meta["t"], carry,
+                          {"data": arrays["records.data"], "cum": arrays["records.cum"]},
+                          meta["stats"])
+  echo(f"resuming {directory} at work unit {start.unit}, step {start.t}")
+  return _execute(config, directory, start, progress, echo)
+
+
+def _execute(config, directory: Path, start, progress, echo) -> str:
+  mesh = devices.seed_mesh(config.devices)
+  sweep = config.sweep(devices.process_slice(config.seeds))
+  path = _checkpoint_path(directory)
+  meta_path = directory / results_lib.METADATA
+  metadata = (results_lib.read_json(meta_path) if start is not None and meta_path.is_file()
+              else _environment(config, mesh, sweep))
+  segment = {"started": _now()}
+  metadata.setdefault("segments", []).append(segment)
+  metadata["status"] = RUNNING
+  _write_metadata(meta_path, metadata)
+  begin = time.perf_counter()
+
+  def save(snapshot: driver.Snapshot) -> None:
+    arrays = {f"carry.{i}": leaf for i, leaf in enumerate(snapshot.carry or [])}
+    arrays["records.data"] = snapshot.records["data"]
+    arrays["records.cum"] = snapshot.records["cum"]
+    checkpoint.save(path, arrays, {
+        "unit": snapshot.unit, "t": snapshot.t, "leaves": len(snapshot.carry or []),
+        "stats": snapshot.stats, "digest": config.digest(), "devices": _num_devices(mesh),
+        "processes": jax.process_count()})
+
+  with _StopOnSignal(echo) as stop:
+    outcome = driver.run(sweep, config.options(), mesh=mesh, start=start, on_chunk=save,
+                         stop=stop, progress=progress)
+  stats = outcome.stats
+  segment.update(finished=_now(), wall_seconds=time.perf_counter() - begin,
+                 compiles=[{"what": w, "seconds": s} for w, s in outcome.compiles])
+  metadata.update(
+      finished=segment["finished"],
+      wall_seconds=sum(s.get("wall_seconds", 0.0) for s in metadata["segments"]),
+      compile_seconds=stats["compile_seconds"], run_seconds=stats["run_seconds"],
+      seed_steps=stats["seed_steps"],
+      seed_steps_per_second=stats["seed_steps"] / max(stats["run_seconds"], 1e-12))
+  if not outcome.complete:
+    metadata["status"] = INTERRUPTED
+    _write_metadata(meta_path, metadata)
+    echo(f"stopped after a chunk with everything saved; continue with `rbx run --resume {directory}`")
+    return INTERRUPTED
+  data = devices.gather(outcome.recorder.data, config.seeds.size, axis=2)
+  if jax.process_index() == 0:
+    res = results_lib.from_records(sweep.grid, config.seeds, outcome.recorder, data)
+    results_lib.save(directory, res, config.record)
+  metadata["status"] = COMPLETE
+  _write_metadata(meta_path, metadata)
+  for p in (path, checkpoint.previous(path)):
+    p.unlink(missing_ok=True)
+  echo(f"{directory}: {stats['seed_steps']:,} seed-steps in {stats['run_seconds']:.1f}s "
+       f"({metadata['seed_steps_per_second']:,.0f} seed-steps/s) + {stats['compile_seconds']:.1f}s "
+       "compiling")
+  return COMPLETE
+
+
+class _StopOnSignal:
+  """SIGINT/SIGTERM ask the driver to stop after the current chunk; a second SIGINT raises
+  KeyboardInterrupt at once. Installed only in the main thread."""
+
+  def __init__(self, echo):
+    self.echo, self.requested, self.previous = echo, False, {}
+
+  def __call__(self) -> bool:
+    return self.requested
+
+  def _handle(self, signum, frame):
+    if self.requested and signum == signal.SIGINT:
+      raise KeyboardInterrupt
+    self.requested = True
+    self.echo(f"\n{signal.Signals(signum).name}: stopping after this chunk (Ctrl-C again to stop now)")
+
+  def __enter__(self):
+    import threading
+    if threading.current_thread() is threading.main_thread():
+      for sig in (signal.SIGINT, signal.SIGTERM):
+        self.previous[sig] = signal.signal(sig, self._handle)
+    return self
+
+  def __exit__(self, *exc):
+    for sig, handler in self.previous.items():
+      signal.signal(sig, handler)
+
+
+def _checkpoint_path(directory: Path) -> Path:
+  if jax.process_count() == 1:
+    return directory / "checkpoint.npz"
+  return directory / f"checkpoint.p{jax.process_index()}.npz"
+
+
+def _num_devices(mesh) -> int:
+  return 1 if mesh is None else int(mesh.devices.size)
+
+
+def _environment(config, mesh, sweep) -> dict:
+  return {
+      "title": config.title, "family": config.family, "status": RUNNING, "started": _now(),
+      "versions": {"rbx": rbx.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+                   "numpy": np.__version__, "python": sys.version.split()[0]},
+      "platform": platform.platform(), "backend": jax.default_backend(),
+      "devices": [str(d) for d in jax.devices()], "local_devices_used": _num_devices(mesh),
+      "processes": jax.process_count(),
+      "sizes": {"grid": list(sweep.grid.shape), "grid_fields": list(sweep.grid.fields),
+                "seeds": int(config.seeds.size), "steps": config.steps, "chunk": config.chunk,
+                "seed_batch": config.seed_batch, "seed_block": config.seed_block,
+                "record": config.record,
+                "state_bytes_per_seed": driver.state_bytes(sweep)},
+  }
+
+
+def _write_metadata(path: Path, metadata: dict) -> None:
+  if jax.process_index() == 0:
+    results_lib.write_json(path, metadata)
+
+
+def _now() -> str:
+  return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
