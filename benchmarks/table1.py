@@ -1,0 +1,227 @@
+"""The NeuralRBMLE paper's Tables 1–2 protocol (section 6, Appendix F), and its likelihood
+comparison and α(t) = t^n ablation, on the shared data sets.
+
+Protocol (Appendix F): classification data as K-armed bandits (disjoint encoding, reward 1
+for the true class); the seven algorithms of Table 1; ν tuned over {1, 0.1, 10⁻³, 10⁻⁵} with
+the best ν (lowest mean final regret) per algorithm and data set; λ = 0.001 (1 for LinRBMLE);
+one hidden layer of width m = 100, J = 100 gradient steps per round, η = 0.001, α(t) = ν√t;
+diagonal Z⁻¹; BootstrappedNN with q = 10 networks and p = 0.8; 10 seeds; T = 15000 rounds
+(at most the number of rows). Each (data set, algorithm) is one jitted program over the ν grid
+and the seeds (`rbx.neural.sweep`).
+
+Run from the repository root, e.g. the reduced run of benchmarks/README.md:
+
+    python benchmarks/table1.py --steps 2000 --steps-for mnist5k=500 --seeds 3 --width 32 \\
+        --train-steps 10 --eta 0.01 --batch-size 32 --out benchmarks/table1.md
+
+`--likelihoods` adds NeuralRBMLE-GA with the Gaussian, Bernoulli and mixture likelihoods
+(section 6), `--alpha-exponents 0 0.25 0.5 1 2` the ablation α(t) = t^n (ν = 1; the paper runs
+it on MNIST). `--data-dir` defaults to ../shared/datasets beside the repository.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rbx import data, neural
+
+DATASETS = ("adult", "satimage", "magic", "mnist5k", "mushroom", "shuttle")
+PAPER_COLUMNS = {"adult": "Adult", "satimage": "Covertype", "magic": "MagicTelescope",
+                 "mnist5k": "MNIST", "mushroom": "Mushroom", "shuttle": "Shuttle"}
+ALGORITHMS = {          # agent name -> the paper's name; all but BootstrappedNN tune ν
+    "rbmle_ga": "NeuralRBMLE-GA", "rbmle_pc": "NeuralRBMLE-PC", "neural_ucb": "NeuralUCB",
+    "neural_ts": "NeuralTS", "deep_fpl": "DeepFPL", "bootstrapped_nn": "BootstrappedNN",
+    "lin_rbmle": "LinRBMLE",
+}
+NEURAL = ("rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ts", "deep_fpl", "bootstrapped_nn")
+NU_GRID = (1.0, 0.1, 1e-3, 1e-5)
+
+# Appendix H, Tables 1 and 2 (T = 15000, 10 seeds; columns Adult, Covertype, MagicTelescope,
+# MNIST, Mushroom, Shuttle — our satimage stands in for Covertype, mnist5k for MNIST).
+PAPER_MEAN = {
+    "rbmle_ga": (3125.2, 4328.1, 3342.9, 1557.8, 313.1, 335.2),
+    "rbmle_pc": (3200.6, 4824.9, 3630.2, 2197.7, 580.4, 817.7),
+    "neural_ucb": (3154.9, 4697.7, 3555.2, 2079.5, 583.8, 555.0),
+    "neural_ts": (3179.0, 4813.3, 3567.1, 2585.7, 594.5, 577.7),
+    "deep_fpl": (3174.9, 5207.3, 3559.2, 4473.0, 600.1, 1622.9),
+    "bootstrapped_nn": (3351.4, 5265.3, 3929.7, 6437.1, 805.1, 1323.9),
+    "lin_rbmle": (3121.9, 4929.8, 3885.0, 11851.9, 656.0, 3193.7),
+}
+PAPER_STD = {
+    "rbmle_ga": (28.05, 50.97, 32.91, 29.80, 19.60, 11.50),
+    "rbmle_pc": (115.96, 88.91, 137.96, 82.28, 57.91, 48.37),
+    "neural_ucb": (42.21, 62.67, 97.44, 86.48, 40.74, 79.00),
+    "neural_ts": (36.67, 87.34, 125.69, 179.94, 44.46, 75.92),
+    "deep_fpl": (39.58, 536.48, 93.77, 1255.68, 43.25, 824.98),
+    "bootstrapped_nn": (133.52, 126.23, 55.25, 630.02, 64.31, 311.51),
+    "lin_rbmle": (24.97, 99.99, 27.20, 279.36, 20.23, 71.27),
+}
+
+
+def agent_kwargs(name: str, args) -> dict:
+  """Appendix F's settings for one algorithm (network settings from the command line)."""
+  if name == "lin_rbmle":
+    return dict(lam=1.0)
+  kw = dict(lam=args.lam, eta=args.eta, width=args.width, train_steps=args.train_steps,
+            batch_size=args.batch_size, depth=2)
+  if name in ("rbmle_pc", "neural_ucb", "neural_ts"):
+    kw["precision"] = "diag"                              # Appendix F's diagonal Z⁻¹
+  return kw
+
+
+def final_regret(env, name: str, kwargs: dict, nus, seeds: int, steps: int):
+  """Final cumulative regret of `name` for every ν (or one run without ν), shape (len(nus), seeds),
+  and the sweep's timing."""
+  if name == "bootstrapped_nn":
+    res = neural.sweep(lambda: (env, neural.get(name, **kwargs)), {}, seeds, steps)
+    return res.final()[None], res.timing
+  res = neural.sweep(lambda nu: (env, neural.get(name, nu=nu, **kwargs)), {"nu": list(nus)},
+                     seeds, steps)
+  return res.final(), res.timing
+
+
+def table(args) -> tuple[str, dict]:
+  """Runs the protocol; returns the Markdown tables and the raw results."""
+  results = {}
+  for ds_name in args.datasets:
+    ds = data.load(ds_name, data_dir=args.data_dir)
+    env = neural.classification(ds.features, ds.labels)
+    steps = min(args.steps_for.get(ds_name, args.steps), ds.features.shape[0])
+    for name in args.algorithms:
+      final, timing = final_regret(env, name, agent_kwargs(name, args), args.nu, args.seeds, steps)
+      best = int(np.argmin(final.mean(1)))
+      results[ds_name, name] = dict(
+          mean=float(final[best].mean()), std=float(final[best].std()), steps=steps,
+          nu=None if name == "bootstrapped_nn" else args.nu[best], all=final.mean(1).tolist())
+      _log(f"{ds_name:9s} {name:16s} T={steps} best nu={results[ds_name, name]['nu']}"
+           f" regret {final[best].mean():8.1f} ± {final[best].std():6.1f}"
+           f"  (compile {timing['compile_seconds']:.0f} s, run {timing['run_seconds']:.0f} s)")
+  return markdown(results, args), results
+
+
+def markdown(results: dict, args) -> str:
+  """Tables 1 and 2 side by side with the paper's numbers, the best ν, and rank agreement."""
+  cols = [d for d in DATASETS if d in args.datasets]
+  head = "| algorithm | " + " | ".join(
+      f"{d} (paper: {PAPER_COLUMNS[d]})" for d in cols) + " |\n|---|" + "---:|" * len(cols) + "\n"
+  out = []
+  for title, field, paper in (("Mean final cumulative regret", "mean", PAPER_MEAN),
+                              ("Standard deviation of the final cumulative regret", "std",
+                               PAPER_STD)):
+    out.append(f"{title}, ours (paper's Table {1 if field == 'mean' else 2}, T = 15000):\n\n"
+               + head)
+    for name in args.algorithms:
+      cells = [f"{results[d, name][field]:.1f} ({paper[name][DATASETS.index(d)]})" for d in cols]
+      out.append(f"| {ALGORITHMS[name]} | " + " | ".join(cells) + " |\n")
+    out.append("\n")
+  out.append("Best ν and rounds T per data set:\n\n" + head)
+  for name in args.algorithms:
+    cells = [_nu(results[d, name]["nu"]) + f" (T={results[d, name]['steps']})" for d in cols]
+    out.append(f"| {ALGORITHMS[name]} | " + " | ".join(cells) + " |\n")
+  if len(args.algorithms) > 2:
+    taus = [_kendall([results[d, n]["mean"] for n in args.algorithms],
+                     [PAPER_MEAN[n][DATASETS.index(d)] for n in args.algorithms]) for d in cols]
+    out.append("| Kendall τ of our ranking with the paper's | "
+               + " | ".join(f"{t:+.2f}" for t in taus) + " |\n")
+  return "".join(out)
+
+
+def variants(args) -> str:
+  """The likelihood comparison and the α(t) = t^n ablation of section 6 for NeuralRBMLE-GA."""
+  out = []
+  kwargs = agent_kwargs("rbmle_ga", args)
+  for ds_name in args.variant_datasets:
+    ds = data.load(ds_name, data_dir=args.data_dir)
+    env = neural.classification(ds.features, ds.labels)
+    steps = min(args.steps, ds.features.shape[0])
+    if args.likelihoods:
+      res = neural.sweep(lambda likelihood, nu: (env, neural.rbmle_ga(
+          nu=nu, likelihood=likelihood, **kwargs)), {"likelihood": ["gaussian", "bernoulli",
+                                                                    "mixture"],
+                                                     "nu": list(args.nu)}, args.seeds, steps)
+      final = res.final()                                           # (likelihood, nu, seed)
+      out.append(f"NeuralRBMLE-GA by likelihood on {ds_name} (T = {steps}, best ν):\n\n"
+                 "| likelihood | best ν | final regret |\n|---|---:|---:|\n")
+      for lik, f in zip(res.coords["likelihood"], final):
+        b = int(np.argmin(f.mean(1)))
+        out.append(f"| {lik} | {args.nu[b]:g} | {f[b].mean():.1f} ± {f[b].std():.1f} |\n")
+      out.append("\n")
+    if args.alpha_exponents:
+      res = neural.sweep(lambda n: (env, neural.rbmle_ga(nu=1.0, n=n, **kwargs)),
+                         {"n": list(args.alpha_exponents)}, args.seeds, steps)
+      out.append(f"NeuralRBMLE-GA with α(t) = t^n on {ds_name} (T = {steps}):\n\n"
+                 "| n | final regret |\n|---:|---:|\n")
+      for n, f in zip(args.alpha_exponents, res.final()):
+        out.append(f"| {n:g} | {f.mean():.1f} ± {f.std():.1f} |\n")
+      out.append("\n")
+  return "".join(out)
+
+
+def _nu(nu) -> str:
+  return "—" if nu is None else f"{nu:g}"
+
+
+def _kendall(a, b) -> float:
+  """Kendall's τ between two score lists (ties count zero)."""
+  a, b = np.asarray(a), np.asarray(b)
+  i, j = np.triu_indices(len(a), 1)
+  s = np.sign(a[i] - a[j]) * np.sign(b[i] - b[j])
+  return float(s.sum() / len(s))
+
+
+def _log(msg: str) -> None:
+  print(msg, file=sys.stderr, flush=True)
+
+
+def parse(argv=None):
+  root = Path(__file__).resolve().parents[1]
+  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("--steps", type=int, default=15000, help="rounds T (at most the rows)")
+  p.add_argument("--steps-for", nargs="*", default=[], metavar="NAME=T",
+                 help="rounds for particular data sets, e.g. mnist5k=500")
+  p.add_argument("--seeds", type=int, default=10)
+  p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+  p.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=ALGORITHMS)
+  p.add_argument("--nu", nargs="+", type=float, default=list(NU_GRID), help="the ν grid")
+  p.add_argument("--width", type=int, default=100, help="m")
+  p.add_argument("--train-steps", type=int, default=100, help="J")
+  p.add_argument("--eta", type=float, default=1e-3)
+  p.add_argument("--lam", type=float, default=1e-3, help="λ of the neural agents")
+  p.add_argument("--batch-size", type=int, default=None, help="minibatch size (default: full)")
+  p.add_argument("--likelihoods", action="store_true",
+                 help="also NeuralRBMLE-GA with the Gaussian, Bernoulli and mixture likelihoods")
+  p.add_argument("--alpha-exponents", nargs="*", type=float, default=[],
+                 help="also NeuralRBMLE-GA with α(t) = t^n for these n")
+  p.add_argument("--variant-datasets", nargs="+", default=["mnist5k"], choices=DATASETS,
+                 help="data sets of --likelihoods and --alpha-exponents")
+  p.add_argument("--no-table", action="store_true", help="skip the Tables 1-2 runs")
+  p.add_argument("--data-dir", default=str(root.parent / "shared" / "datasets"))
+  p.add_argument("--out", default=None, help="also write the Markdown here")
+  args = p.parse_args(argv)
+  try:
+    args.steps_for = {k: int(v) for k, v in (item.split("=") for item in args.steps_for)}
+  except ValueError:
+    p.error(f"--steps-for takes NAME=T pairs, got {args.steps_for}")
+  return args
+
+
+def main(argv=None) -> str:
+  args = parse(argv)
+  start = time.perf_counter()
+  text = "" if args.no_table else table(args)[0] + "\n"
+  if args.likelihoods or args.alpha_exponents:
+    text += variants(args)
+  text += f"Wall time {time.perf_counter() - start:.0f} s.\n"
+  print(text)
+  if args.out:
+    Path(args.out).write_text(text)
+  return text
+
+
+if __name__ == "__main__":
+  main()

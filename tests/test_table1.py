@@ -1,0 +1,28 @@
+"""One small end-to-end run of the Tables 1–2 protocol (benchmarks/table1.py) on mushroom."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "datasets"
+
+
+@pytest.mark.skipif(not (SHARED / "mushroom.csv.gz").is_file(), reason=f"no data at {SHARED}")
+def test_protocol_on_mushroom(tmp_path):
+  spec = importlib.util.spec_from_file_location("table1", ROOT / "benchmarks" / "table1.py")
+  table1 = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(table1)
+  out = tmp_path / "t.md"
+  text = table1.main(["--steps", "40", "--seeds", "2", "--datasets", "mushroom", "--algorithms",
+                      "lin_rbmle", "neural_ucb", "bootstrapped_nn", "--nu", "1", "0.001",
+                      "--width", "8", "--train-steps", "2", "--eta", "0.05", "--batch-size", "8",
+                      "--alpha-exponents", "0.5", "1", "--variant-datasets", "mushroom",
+                      "--data-dir", str(SHARED), "--out", str(out)])
+  assert out.read_text() == text
+  assert "| LinRBMLE | " in text and "(656.0)" in text and "(20.23)" in text   # paper's numbers
+  assert "| BootstrappedNN | — (T=40) |" in text
+  assert "Kendall τ" in text and "α(t) = t^n on mushroom (T = 40)" in text
+  rows = [l for l in text.splitlines() if l.startswith("| NeuralUCB |")]
+  mean = float(rows[0].split("|")[2].split()[0])
+  assert 0 <= mean <= 40
