@@ -37,7 +37,7 @@ def run(config: config_lib.Config, *, progress: bool = True, echo: Callable[[str
   """Runs `config` into the new directory `config.out`; returns the status (complete or
   interrupted)."""
   directory = Path(config.out)
-  if (directory / results_lib.METADATA).exists():
+  if jax.process_index() == 0 and (directory / results_lib.METADATA).exists():
     raise FileExistsError(f"{directory} already holds a run: continue it with `rbx run --resume "
                           f"{directory}`, or choose another directory with --out")
   directory.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,105 @@
+"""Sweep configs: malformed ones are rejected before anything compiles, each with a message
+naming the key; good ones give the grid, seeds and options they say."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rbx import config
+
+CONFIGS = Path(__file__).parents[1] / "configs"
+DATASETS = Path(__file__).parents[2] / "shared" / "datasets"
+
+
+def make(top="", env='name = "example1"\nbeta = 0.5', agent='name = "vpo"\nalpha = 1.0', grid="",
+         extra=""):
+  head = top if top.startswith("family") or "family" in top else f'family = "rlhf"\n{top}'
+  if "seeds" not in head:
+    head += "\nseeds = 2"
+  if "steps" not in head:
+    head += "\nsteps = 10"
+  return f"{head}\n[env]\n{env}\n[agent]\n{agent}\n[grid]\n{grid}\n{extra}"
+
+
+MALFORMED = [
+    (make(top="stpes = 10"), r"config key='stpes' .* \(did you mean 'steps'\?\)"),
+    ('seeds = 2\nsteps = 10\n[env]\nname = "example1"', r"needs family"),
+    (make(top='family = "rlfh"'), r"family='rlfh' .* \(did you mean 'rlhf'\?\)"),
+    (make(top="steps = 0"), r"config steps must be an integer >= 1, got 0"),
+    (make(top='steps = "100"'), r"config steps must be an integer, got '100'"),
+    (make(top="seeds = []"), r"config seeds must be an integer >= 1 or a non-empty list"),
+    (make(top="seeds = [1, 1]"), r"config seeds has repeated seeds"),
+    (make(top="seeds = true"), r"config seeds must be an integer >= 1 or a non-empty list"),
+    (make(top="chunk = 20"), r"config chunk must be <= steps = 10, got 20"),
+    (make(top='record = "all"'), r"record='all' is not one of \['steps', 'log', 'summary'\]"),
+    (make(top="log_points = 1"), r"config log_points must be an integer >= 2"),
+    (make(env='name = "exmaple1"'), r"env.name='exmaple1' .* \(did you mean 'example1'\?\)"),
+    (make(env='name = "example1"\nbtea = 0.5'), r"env key='btea' .* \(did you mean 'beta'\?\)"),
+    (make(env='name = "example1"\nbeta = "high"'), r"config env.beta must be a number, got 'high'"),
+    (make(env='name = "example1"\nbeta = -1.0'), r"config env.beta: beta must be finite and > 0"),
+    (make(env='name = "example1"\np = 0.3'), r"config env.p: p must lie in \[0, 1/4\)"),
+    (make(grid="r_max = []"), r"config grid.r_max must be a non-empty list of values, got \[\]"),
+    (make(grid="r_max = 4.0"), r"config grid.r_max must be a non-empty list of values, got 4.0"),
+    (make(grid="r_max = [4.0, 4.0]"), r"config grid.r_max has repeated values"),
+    (make(grid="r_max = [4.0, -1.0]"),
+     r"config grid.r_max at grid point \{'r_max': -1.0\}: r_max must be finite and > 0"),
+    (make(grid="beta = [0.5, 1.0]"), r"config grid.beta is already set in \[env\]; set it once"),
+    (make(agent="alpha = 1.0", grid='agent = ["vpo", "vpoo"]'),
+     r"grid.agent\[1\]='vpoo' .* \(did you mean 'vpo'\?\)"),
+    (make(agent="alpha = 1.0"), r"config needs an agent"),
+    (make(agent='name = "vpo"\nalpah = 1.0'), r"agent key='alpah' .* \(did you mean 'alpha'\?\)"),
+    (make(extra="[agent.solver]\nstrats = 4"), r"agent.solver key='strats' .* 'starts'"),
+    (make(agent='name = "algorithm1"\nschedule = "proposition3"\nscale = 1.0'),
+     r"kappa=\? is needed by schedule 'proposition3'"),
+    (make(agent='name = "algorithm1"\nschedule = "prop3"'),
+     r"schedule='prop3' .*"),
+    (make(agent='name = "vpo"', grid="pi_cal = [[1.0, 0.0, 0.0]]"),
+     r"config grid.pi_cal: pi_cal is a vector and cannot be swept"),
+    ('family = "rlhf"\nseeds = 2\nsteps = 10\nenv = 3\n[agent]\nname = "vpo"',
+     r"config \[env\] must be a table, got 3"),
+    (make(top="seed_batch = 0"), r"config seed_batch must be an integer >= 1, got 0"),
+    ("family = \n", r"config is not valid TOML"),
+    ('family = "neural"\nseeds = 1\nsteps = 5\n[env]\nname = "synthetic"\n[agent]\n'
+     'name = "rbmle_pc"\nwidth = 31', r"config agent.width: width"),
+    ('family = "neural"\nseeds = 1\nsteps = 5\n[env]\nname = "classification"\n'
+     'dataset = "no_such_set"\ndata_dir = "/nonexistent"\n[agent]\nname = "neural_ucb"',
+     r"config \[env\] classification: data set 'no_such_set' not found"),
+    ('family = "neural"\nseeds = 1\nsteps = 5\n[env]\nname = "synthetic"\n[agent]\n'
+     'name = "neural_ucb"\nalpha = 1.0', r"agent key='alpha' is not one of"),
+]
+
+
+@pytest.mark.parametrize("text,message", MALFORMED, ids=[f"bad{i}" for i in range(len(MALFORMED))])
+def test_malformed_configs_name_the_key(text, message):
+  with pytest.raises(config.ConfigError, match=message):
+    config.loads(text)
+
+
+def test_a_good_config_gives_its_grid_seeds_and_options():
+  c = config.loads(make(top='seeds = [3, 5, 7]\nsteps = 40\nchunk = 16\nrecord = "log"',
+                        agent="alpha = 1.0", grid='agent = ["vpo", "xpo"]\nr_max = [3.0, 4.0]'),
+                   out="runs/x")
+  sweep, options = c.sweep(), c.options()
+  np.testing.assert_array_equal(sweep.seeds, [3, 5, 7])
+  assert sweep.grid.fields == ("agent", "r_max")
+  assert sweep.grid.static == ("agent",) and sweep.grid.numeric == ("r_max",)
+  assert (options.chunk, options.record, c.out, sweep.steps) == (16, "log", "runs/x", 40)
+  assert c.digest() == config.loads(c.text, out="elsewhere").digest()
+  assert c.digest() != config.loads(c.text.replace("steps = 40", "steps = 41")).digest()
+
+
+def test_integer_sizes_in_a_grid_are_static():
+  c = config.loads('family = "neural"\nseeds = 1\nsteps = 5\n[env]\nname = "synthetic"\n'
+                   '[agent]\nname = "neural_ucb"\n[grid]\nwidth = [16, 32]\nnu = [0.1, 1]')
+  assert c.sweep().grid.static == ("width",) and c.sweep().grid.numeric == ("nu",)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.toml")))
+def test_shipped_configs_are_valid(name, monkeypatch):
+  if "neural_mushroom" in name:
+    if not (DATASETS / "mushroom.csv.gz").exists():
+      pytest.skip("the shared data sets are not here")
+    monkeypatch.setenv("RBX_DATA_DIR", str(DATASETS))
+  c = config.load(CONFIGS / name)
+  assert c.out == os.path.join("runs", name[:-5])

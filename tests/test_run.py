@@ -1,0 +1,195 @@
+"""The chunked driver and `rbx run`: chunks compose to the uncut run, records are consistent,
+a sweep killed with SIGKILL or stopped with Ctrl-C resumes to bit-identical results, and bad
+checkpoints are reported, never used."""
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rbx import config, experiment
+from rbx.core import checkpoint, driver, loop
+from rbx.core import results as results_lib
+from rbx.core.grid import Grid
+
+ROOT = Path(__file__).parents[1]
+
+
+class Info(NamedTuple):
+  regret: jax.Array
+
+
+def toy(hp):
+  """A cheap Run whose regret depends on the key, t, the carry and a traced grid value."""
+  def init(key):
+    return {"x": jax.random.uniform(key), "n": jnp.zeros((), jnp.int32)}
+
+  def step(c, key, t):
+    r = jax.random.uniform(jax.random.fold_in(key, t)) * hp["scale"] + 0.01 * c["x"]
+    return {"x": c["x"] + r, "n": c["n"] + 1}, Info(r + 0.0 * (hp["kind"] == "b"))
+
+  return loop.Run(init, step)
+
+
+def toy_sweep(seeds=5, steps=10):
+  return driver.Sweep(toy, Grid({"kind": ["a", "b"], "scale": [1.0, 2.0, 0.5]}),
+                      np.arange(seeds), steps)
+
+
+def test_chunks_seed_blocks_and_batches_compose_to_the_uncut_run():
+  whole = driver.run(toy_sweep(), driver.Options(seed_batch=64))
+  cut = driver.run(toy_sweep(), driver.Options(chunk=3, seed_batch=2, seed_block=2))
+  assert whole.complete and cut.complete
+  np.testing.assert_array_equal(whole.recorder.data, cut.recorder.data)
+  assert whole.recorder.data.shape == (2, 3, 5, 10) and np.isfinite(whole.recorder.data).all()
+  # 2 combos x (init + one chunk) vs 2 combos x 3 seed blocks (2, 2, 1 seeds) x (init + 3 and 1 steps)
+  assert len(whole.compiles) == 4 and len(cut.compiles) == 2 * 2 * 3
+  # a seed's run does not depend on its batch: seed 3 alone
+  alone = driver.run(toy_sweep()._replace(seeds=np.array([3])), driver.Options(chunk=4))
+  np.testing.assert_array_equal(alone.recorder.data[:, :, 0], whole.recorder.data[:, :, 3])
+
+
+def test_log_and_summary_records_are_the_cumulative_regret():
+  steps = driver.run(toy_sweep(steps=40), driver.Options(chunk=7))
+  cum = np.cumsum(steps.recorder.data, axis=-1, dtype=np.float64)
+  log = driver.run(toy_sweep(steps=40), driver.Options(chunk=7, record="log", log_points=8))
+  np.testing.assert_array_equal(log.recorder.steps, [1, 2, 3, 5, 8, 14, 24, 40])
+  np.testing.assert_allclose(log.recorder.data, cum[..., log.recorder.steps - 1], rtol=1e-12)
+  summary = driver.run(toy_sweep(steps=40), driver.Options(chunk=40, record="summary"))
+  np.testing.assert_allclose(summary.recorder.data[..., 0], cum[..., -1], rtol=1e-12)
+
+
+def test_resuming_from_any_snapshot_gives_the_same_records():
+  options = driver.Options(chunk=4, seed_block=3)
+  whole = driver.run(toy_sweep(), options)
+  snaps = []
+  stopped = driver.run(toy_sweep(), options, on_chunk=snaps.append, stop=lambda: len(snaps) == 2)
+  assert not stopped.complete and len(snaps) == 2
+  for snap in (snaps[1], snaps[0]):
+    out = driver.run(toy_sweep(), options, start=snap)
+    np.testing.assert_array_equal(out.recorder.data, whole.recorder.data)
+  # a snapshot between two work units (seed block 0 of combo "a" done) has no carry
+  all_snaps = []
+  driver.run(toy_sweep(), options, on_chunk=all_snaps.append)
+  boundary = next(s for s in all_snaps if s.carry is None)
+  assert (boundary.unit, boundary.t) == (1, 0)
+  np.testing.assert_array_equal(driver.run(toy_sweep(), options, start=boundary).recorder.data,
+                                whole.recorder.data)
+  bad = snaps[1]._replace(carry=[leaf[:, :1] for leaf in snaps[1].carry])
+  with pytest.raises(ValueError, match="saved state does not match"):
+    driver.run(toy_sweep(), options, start=bad)
+
+
+# ------------------------------------------------------------------ a real sweep, killed
+
+CONFIG = """
+family = "rlhf"
+seeds = 4
+steps = 240
+chunk = 3
+[env]
+name = "example1"
+[agent]
+name = "algorithm1"
+alpha = 3.0
+[agent.solver]
+starts = 2
+iterations = 2
+line_search = 2
+keep = 2
+[grid]
+beta = [0.5, 1.0]
+"""
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+  """The config file and its uninterrupted results."""
+  root = tmp_path_factory.mktemp("run")
+  path = root / "sweep.toml"
+  path.write_text(CONFIG)
+  assert experiment.run(config.load(path, out=str(root / "ref")), progress=False,
+                        echo=lambda s: None) == experiment.COMPLETE
+  return path, results_lib.load(root / "ref")
+
+
+def _start(cfg: Path, out: Path) -> subprocess.Popen:
+  return subprocess.Popen([sys.executable, "-m", "rbx.cli", "run", str(cfg), "--out", str(out),
+                           "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+
+
+def _wait_for_checkpoint(proc: subprocess.Popen, out: Path, timeout=240.0):
+  end = time.time() + timeout
+  while not (out / "checkpoint.npz").exists():
+    assert proc.poll() is None, proc.stdout.read().decode()
+    assert time.time() < end, "no checkpoint appeared"
+    time.sleep(0.01)
+
+
+def test_sigkill_mid_run_then_resume_is_bit_identical(reference, tmp_path):
+  cfg, ref = reference
+  out = tmp_path / "killed"
+  proc = _start(cfg, out)
+  _wait_for_checkpoint(proc, out)
+  proc.send_signal(signal.SIGKILL)
+  assert proc.wait() == -signal.SIGKILL
+  assert not (out / "results.json").exists()           # it really died mid-run
+  assert experiment.resume(out, progress=False, echo=lambda s: None) == experiment.COMPLETE
+  res = results_lib.load(out)
+  assert res.axes == ("beta", "seed", "step") and res.regret.shape == (2, 4, 240)
+  np.testing.assert_array_equal(res.regret, ref.regret)
+  assert len(res.metadata["segments"]) == 2 and res.metadata["status"] == "complete"
+  assert not (out / "checkpoint.npz").exists()
+
+
+def test_ctrl_c_stops_after_a_chunk_and_bad_checkpoints_are_reported(reference, tmp_path):
+  cfg, ref = reference
+  out = tmp_path / "stopped"
+  proc = _start(cfg, out)
+  _wait_for_checkpoint(proc, out)
+  proc.send_signal(signal.SIGINT)
+  log = proc.communicate(timeout=120)[0].decode()
+  assert proc.returncode == 130, log
+  assert "stopping after this chunk" in log and "--resume" in log
+  assert results_lib.read_json(out / "metadata.json")["status"] == "interrupted"
+  with pytest.raises(FileNotFoundError, match="status is 'interrupted'.*--resume"):
+    results_lib.load(out)
+
+  # a changed config, and both checkpoints corrupt, are refused before anything runs
+  changed = tmp_path / "changed"
+  shutil.copytree(out, changed)
+  (changed / "config.toml").write_text(CONFIG.replace("steps = 240", "steps = 241"))
+  with pytest.raises(checkpoint.CheckpointError, match="different config"):
+    experiment.resume(changed, progress=False, echo=lambda s: None)
+  broken = tmp_path / "broken"
+  shutil.copytree(out, broken)
+  for p in (broken / "checkpoint.npz", broken / "checkpoint.prev.npz"):
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+  cli = subprocess.run([sys.executable, "-m", "rbx.cli", "run", "--resume", str(broken)], cwd=ROOT,
+                       capture_output=True, text=True)
+  assert cli.returncode == 2 and "no good checkpoint" in cli.stderr and "truncated" in cli.stderr
+
+  # a corrupt newest checkpoint is reported and the previous one used
+  newest = out / "checkpoint.npz"
+  data = bytearray(newest.read_bytes())
+  data[len(data) // 2] ^= 0xFF
+  newest.write_bytes(bytes(data))
+  notes = []
+  assert experiment.resume(out, progress=False, echo=notes.append) == experiment.COMPLETE
+  assert any("rejected" in n and "checkpoint.npz" in n for n in notes), notes
+  np.testing.assert_array_equal(results_lib.load(out).regret, ref.regret)
+
+
+def test_run_refuses_a_directory_that_holds_a_run(reference):
+  cfg, ref = reference
+  with pytest.raises(FileExistsError, match="already holds a run"):
+    experiment.run(config.load(cfg, out=str(Path(ref.metadata and cfg.parent / "ref"))),
+                   progress=False)
