@@ -37,7 +37,6 @@ ALGORITHMS = {          # agent name -> the paper's name; all but BootstrappedNN
     "neural_ts": "NeuralTS", "deep_fpl": "DeepFPL", "bootstrapped_nn": "BootstrappedNN",
     "lin_rbmle": "LinRBMLE",
 }
-NEURAL = ("rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ts", "deep_fpl", "bootstrapped_nn")
 NU_GRID = (1.0, 0.1, 1e-3, 1e-5)
 
 # Appendix H, Tables 1 and 2 (T = 15000, 10 seeds; columns Adult, Covertype, MagicTelescope,

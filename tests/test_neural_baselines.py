@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rbx import neural
+from test_neural_agents import _toy_data
 
 T = 1000
 ENV = neural.synthetic("linear", dim=5, num_arms=4, noise=0.1, seed=0)
@@ -42,8 +43,7 @@ def test_linear_index_and_sherman_morrison_match_explicit_inverses(name):
   played = {b: [] for b in range(env.num_arms)}
   for t in range(1, 31):
     rnd = env.round(stream, None, t)
-    V = [lam * np.eye(env.dim) + sum((np.outer(x, x) for x, _ in played[b]), np.zeros((env.dim,) * 2))
-         for b in range(env.num_arms)]
+    V = [_gram(played[b], lam, env.dim) for b in range(env.num_arms)]
     xr = [sum((r * x for x, r in played[b]), np.zeros(env.dim)) for b in range(env.num_arms)]
     index = []
     for x, b in zip(np.asarray(rnd.x, np.float64), np.asarray(rnd.block)):
@@ -58,8 +58,13 @@ def test_linear_index_and_sherman_morrison_match_explicit_inverses(name):
   # V is block-diagonal over arms under the disjoint encoding: one (d', d') block per arm
   assert state.v_inv.shape == (env.num_arms, env.dim, env.dim)
   for b in range(env.num_arms):
-    V = lam * np.eye(env.dim) + sum((np.outer(x, x) for x, _ in played[b]), np.zeros((env.dim,) * 2))
-    np.testing.assert_allclose(np.asarray(state.v_inv[b]), np.linalg.inv(V), rtol=1e-4, atol=1e-5)
+    want = np.linalg.inv(_gram(played[b], lam, env.dim))
+    np.testing.assert_allclose(np.asarray(state.v_inv[b]), want, rtol=1e-4, atol=1e-5)
+
+
+def _gram(played, lam, d):
+  """V_b = λI + Σ x xᵀ over the (x, r) played in block b."""
+  return lam * np.eye(d) + sum((np.outer(x, x) for x, _ in played), np.zeros((d, d)))
 
 
 def test_bootstrap_networks_see_about_p_of_the_data_and_differ():
@@ -90,12 +95,6 @@ def test_nu_is_traced_in_a_sweep_and_matches_simulate():
     alone = neural.simulate(*build(1.0), jax.random.key(3), 40).regret
     np.testing.assert_allclose(res.sel(nu=1.0, seed=3).regret, alone, atol=1e-6)
     assert not np.allclose(res.regret[0], res.regret[1]), name
-
-
-def _toy_data():
-  rng = np.random.default_rng(0)
-  X = rng.normal(size=(200, 6))
-  return X, np.argmax(X @ rng.normal(size=(6, 3)), 1)
 
 
 @pytest.mark.parametrize("name,kw,field", [

@@ -1,4 +1,4 @@
-"""Classification data sets as arrays for `rbx.neural.classification`: finding, reading, preprocessing.
+"""Classification data sets as arrays for `rbx.neural.classification`: find, read, preprocess.
 
 File format. A CSV file, gzip-compressed (`.csv.gz`) or plain (`.csv`), with a header row; one
 column holds the class (`label` unless told otherwise), every other column is a feature, numeric

@@ -156,11 +156,12 @@ def bootstrapped_nn(p=0.8, lam=1e-3, eta=0.01, num_networks: int = 10, **trainin
   lik = likelihoods.gaussian
 
   def init(key, env, capacity):
-    keys = jax.random.split(key, q)
-    theta0 = jax.vmap(lambda k: network.init(k, env.dim, cfg.width, cfg.depth, env.num_blocks))(keys)
+    init_one = lambda k: network.init(k, env.dim, cfg.width, cfg.depth, env.num_blocks)
+    theta0 = jax.vmap(init_one)(jax.random.split(key, q))
     buf = buffer_lib.empty(capacity, env.dim, env.num_blocks)
-    return BootstrapState(theta0, jax.vmap(opt.init)(theta0), theta0,
-                          jnp.zeros((q,) + buf.mask.shape), jnp.zeros((q,) + buf.slot.shape, jnp.int32),
+    member = jnp.zeros((q,) + buf.mask.shape)
+    slot = jnp.zeros((q,) + buf.slot.shape, jnp.int32)
+    return BootstrapState(theta0, jax.vmap(opt.init)(theta0), theta0, member, slot,
                           jnp.zeros(q, jnp.int32), buf, jnp.ones((), jnp.int32))
 
   def step(key, state, rnd):
