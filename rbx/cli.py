@@ -91,6 +91,10 @@ def _run(args) -> int:
       status = experiment.run(cfg, progress=not args.no_progress)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("run", e)
+  except KeyboardInterrupt:
+    print("rbx run: stopped at once; the last checkpoint is intact (rbx run --resume DIR)",
+          file=sys.stderr)
+    return EXIT_INTERRUPTED
   return EXIT_INTERRUPTED if status == experiment.INTERRUPTED else 0
 
 

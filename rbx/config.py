@@ -134,13 +134,10 @@ class Config(NamedTuple):
   def kind(self, name: str) -> str:
     return _parameters(FAMILIES[self.family], self.env, self._agents(), self._schedules())[name]
 
-  def value(self, name: str, default=None):
-    """A fixed parameter's value, or `default` (for reports: e.g. β)."""
-    return self.fixed.get(name, default)
-
   def digest(self) -> str:
     """A hash of everything that determines the results (not `out`, `title` or `devices`)."""
-    keep = {k: v for k, v in tomllib.loads(self.text).items() if k not in ("out", "title")}
+    keep = {k: v for k, v in tomllib.loads(self.text).items()
+            if k not in ("out", "title", "devices")}
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
 
   def _agents(self) -> list[str]:
