@@ -21,7 +21,7 @@ import numpy as np
 
 from rbx import _checks
 from rbx.core import driver, loop
-from rbx.core.grid import Grid, seed_list
+from rbx.core.grid import Grid, seed_list, select
 
 __all__ = ["SweepResult", "grid_sweep", "seed_list"]
 
@@ -52,22 +52,6 @@ class SweepResult(NamedTuple):
     """The sub-result at the given coordinates, e.g. `res.sel(agent="vpo", beta=0.1)`."""
     regret, axes, new_coords = select(self.regret, self.axes, self.coords, coords)
     return SweepResult(regret, axes, new_coords, self.timing)
-
-
-def select(array: np.ndarray, axes: Sequence[str], coords: Mapping[str, np.ndarray],
-           where: Mapping[str, Any]) -> tuple[np.ndarray, tuple[str, ...], dict[str, np.ndarray]]:
-  """`array` (axes `axes`) at the coordinates `where` (axis -> value); those axes are dropped."""
-  axes, coords = list(axes), dict(coords)
-  for name, value in where.items():
-    _checks.choice("axis", name, axes)
-    i = axes.index(name)
-    values = list(coords[name])
-    if value not in values:
-      raise ValueError(f"{name}={value!r} is not on the axis; values are {values}")
-    array = np.take(array, values.index(value), axis=i)
-    axes.pop(i)
-    coords.pop(name)
-  return array, tuple(axes), coords
 
 
 def grid_sweep(build: Callable[[dict[str, Any]], loop.Run], grid: Mapping[str, Sequence[Any]],
