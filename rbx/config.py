@@ -390,7 +390,25 @@ def _take(point: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
 
 _TRAINING = {"width": INT, "depth": INT, "train_steps": INT, "batch_size": INT, "restart": BOOL,
              "optimizer": STR}
-_NEURAL_COMMON = {"nu": REAL, "lam": REAL, "eta": REAL, **_TRAINING}
+
+
+def _agent_parameters(make) -> dict[str, str]:
+  """A neural agent constructor's parameters -> kinds, from its defaults' types
+  (`**training` gives the training settings)."""
+  kinds = {}
+  for name, p in inspect.signature(make).parameters.items():
+    if p.kind is inspect.Parameter.VAR_KEYWORD:
+      kinds.update(_TRAINING)
+    elif isinstance(p.default, bool):
+      kinds[name] = BOOL
+    elif isinstance(p.default, int):
+      kinds[name] = INT
+    elif isinstance(p.default, str):
+      kinds[name] = STR
+    else:
+      kinds[name] = REAL
+  return kinds
+
 
 FAMILIES: dict[str, Family] = {
     "rlhf": Family(
@@ -414,9 +432,6 @@ FAMILIES: dict[str, Family] = {
     "neural": Family(
         envs={"synthetic": {"reward": STR, "dim": INT, "num_arms": INT, "noise": REAL, "seed": INT},
               "classification": {"dataset": STR, "data_dir": STR, "label": STR, "num_arms": INT}},
-        agents={"rbmle_ga": {**_NEURAL_COMMON, "n": REAL, "zeta": REAL, "likelihood": STR},
-                "rbmle_pc": {**_NEURAL_COMMON, "n": REAL, "precision": STR},
-                "neural_ucb": {**_NEURAL_COMMON, "precision": STR},
-                "neural_ts": {**_NEURAL_COMMON, "precision": STR}},
+        agents={name: _agent_parameters(make) for name, make in neural.AGENTS.items()},
         schedules={}, tables={}, build=_neural_build),
 }
