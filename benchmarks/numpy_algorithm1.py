@@ -2,8 +2,9 @@
 write without rbx. The reference side of `rlhf_throughput.py`; it shares no code with rbx.
 
 Single prompt (the bandit setting of the paper's section 4). The reward step (3.2a) uses the
-same method as rbx's solver (vertex multi-start, safeguarded projected Newton steps on the
-DC minorant and on F, a fixed step-size grid), with `np.linalg.solve` for the Newton systems.
+same method as rbx's solver (vertex multi-start; per start, DC steps on the concave problem of
+the start's policy, then safeguarded projected Newton steps on F; a fixed step-size grid),
+with `np.linalg.solve` for the Newton systems.
 """
 from __future__ import annotations
 
@@ -20,14 +21,14 @@ def objective(r, wins, pi_ref, pi_cal, beta, alpha):
   return ll + alpha * (beta * logsumexp(np.log(pi_ref) + r / beta, axis=1) - r @ pi_cal)
 
 
-def gradient(r, wins, pi_ref, pi_cal, beta, alpha):
+def log_likelihood_gradient(r, wins):
   d = r[:, None] - r[None, :]
   m = wins * expit(-d)
-  return m.sum(1) - m.sum(0) + alpha * (softmax(np.log(pi_ref) + r / beta) - pi_cal)
+  return m.sum(1) - m.sum(0)
 
 
-def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations=12, starts=16,
-          sizes=0.2 ** np.arange(6)):
+def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_iterations, starts,
+          sizes):
   A = len(pi_ref)
   cands = [np.full(A, 0.5 * r_max), np.clip(r_init, 0, r_max)]
   if A <= 5:
@@ -41,17 +42,19 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations=12, start
   cands = cands[np.argsort(-values)[:starts]]
   best, best_value = None, -np.inf
   for r in cands:
-    for _ in range(iterations):
-      g = gradient(r, wins, pi_ref, pi_cal, beta, alpha)
+    slope = alpha * (softmax(np.log(pi_ref) + r / beta) - pi_cal)   # the start's DC slope
+    for it in range(iterations):
+      dc = it < dc_iterations
+      pi = softmax(np.log(pi_ref) + r / beta)
+      g = log_likelihood_gradient(r, wins) + (slope if dc else alpha * (pi - pi_cal))
       d = r[:, None] - r[None, :]
       c = (wins + wins.T) * expit(d) * expit(-d)
       lap = np.diag(c.sum(1)) - c
-      pi = softmax(np.log(pi_ref) + r / beta)
       curv = alpha / beta * (np.diag(pi) - np.outer(pi, pi))
       free = ~(((r <= 1e-6 * r_max) & (g < 0)) | ((r >= r_max * (1 - 1e-6)) & (g > 0)))
       ridge = 1e-6 * (1 + lap.diagonal().max() + curv.diagonal().max())
       dirs = []
-      for m in (lap, lap - curv):
+      for m in (lap,) if dc else (lap, lap - curv):
         sub = m[np.ix_(free, free)] + ridge * np.eye(free.sum())
         step = np.zeros(A)
         try:
@@ -63,7 +66,10 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations=12, start
       dirs.append(gf * r_max / max(np.abs(gf).max(), 1e-30))
       trial = np.clip(r + sizes[:, None, None] * np.array(dirs)[None], 0, r_max).reshape(-1, A)
       trial = np.vstack([r[None], trial])
-      vals = objective(trial, wins, pi_ref, pi_cal, beta, alpha)
+      if dc:
+        vals = objective(trial, wins, pi_ref, pi_cal, beta, 0.0) + trial @ slope
+      else:
+        vals = objective(trial, wins, pi_ref, pi_cal, beta, alpha)
       vals[~np.isfinite(vals)] = -np.inf
       r = trial[np.argmax(vals)]
     v = objective(r[None], wins, pi_ref, pi_cal, beta, alpha)[0]
@@ -72,8 +78,11 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations=12, start
   return best
 
 
-def run(r_star, pi_ref, beta, r_max, alpha, steps, seed):
-  """Per-step regret of Algorithm 1 with constant α for one seed, shape (steps,)."""
+def run(r_star, pi_ref, beta, r_max, alpha, steps, seed, solver):
+  """Per-step regret of Algorithm 1 with constant α for one seed, shape (steps,).
+
+  `solver`: the keyword arguments of `solve` (iterations, dc_iterations, starts, sizes).
+  """
   rng = np.random.default_rng(seed)
   A = len(r_star)
   pi_ref = pi_ref / pi_ref.sum()
@@ -89,6 +98,6 @@ def run(r_star, pi_ref, beta, r_max, alpha, steps, seed):
       wins[a1, a2] += 1
     else:
       wins[a2, a1] += 1
-    r = solve(wins, pi_ref, pi, beta, alpha, r_max, r)
+    r = solve(wins, pi_ref, pi, beta, alpha, r_max, r, **solver)
     pi_prev, pi = pi, softmax(np.log(pi_ref) + r / beta)
   return regret

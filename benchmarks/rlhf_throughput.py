@@ -24,6 +24,9 @@ import numpy_algorithm1  # noqa: E402
 from rbx import rlhf  # noqa: E402
 
 BETA, R_MAX, ALPHA = 0.5, 2.0, 3.0
+_CFG = rlhf.SolverConfig()
+SOLVER = dict(iterations=_CFG.iterations, dc_iterations=_CFG.dc_iterations, starts=_CFG.starts,
+              sizes=_CFG.shrink ** np.arange(_CFG.line_search))   # the same settings in NumPy
 
 
 def instance(A):
@@ -42,7 +45,7 @@ def numpy_rate(A, steps, seeds=2):
   args = (np.asarray(env.r_star[0], float), np.asarray(env.pi_ref[0], float), BETA, R_MAX, ALPHA)
   t0 = time.perf_counter()
   for s in range(seeds):
-    numpy_algorithm1.run(*args, steps=steps, seed=s)
+    numpy_algorithm1.run(*args, steps=steps, seed=s, solver=SOLVER)
   return seeds * steps / (time.perf_counter() - t0)
 
 
@@ -51,7 +54,7 @@ def same_statistics(A=3, steps=100, rbx_seeds=256, numpy_seeds=24):
   res = rlhf.sweep(lambda: (env, rlhf.algorithm1(ALPHA)), {}, seeds=rbx_seeds, steps=steps)
   ours = res.final()
   args = (np.asarray(env.r_star[0], float), np.asarray(env.pi_ref[0], float), BETA, R_MAX, ALPHA)
-  ref = np.array([numpy_algorithm1.run(*args, steps=steps, seed=s).sum() for s in range(numpy_seeds)])
+  ref = np.array([numpy_algorithm1.run(*args, steps=steps, seed=s, solver=SOLVER).sum() for s in range(numpy_seeds)])
   se = np.sqrt(ours.var() / ours.size + ref.var() / ref.size)
   z = (ours.mean() - ref.mean()) / se
   print(f"\nregret check (A={A}, T={steps}): rbx {ours.mean():.2f} ± {ours.std():.2f} "

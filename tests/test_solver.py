@@ -101,3 +101,31 @@ def test_pruned_starts_never_do_worse_than_their_best_start(solved):
                                               for v in np.ndindex(*(2,) * A)][1:-1]
     assert F(r) >= max(F(s) for s in starts) - 1e-4 * max(1.0, abs(F(r)))
     assert F(r) <= F(full) + 1e-4 * max(1.0, abs(F(full)))
+
+
+def test_dc_phase_keeps_a_vertex_start_in_its_basin():
+  # From the vertex (0, 0, r_max, 0) a long first step ranked by F jumps to the basin of
+  # (·, ·, 0, r_max) and misses the global maximum by ~20%; the DC steps (ranked by the
+  # concave minorant of the start's policy) stay in the right basin.
+  p = ref.random_problem(np.random.default_rng(5016), 4)
+  best, _ = ref.brute_force_max(**p)
+  args = [jnp.asarray(p[k], jnp.float32) for k in ("wins", "pi_ref", "pi_cal")]
+  value = lambda cfg: ref.objective(
+      np.asarray(rlhf.solve_optimistic(*args, p["beta"], p["alpha"], p["r_max"], config=cfg),
+                 np.float64), p["wins"], p["pi_ref"], p["pi_cal"], p["beta"], p["alpha"])
+  assert (best - value(rlhf.SolverConfig())) / abs(best) <= 1e-4
+  assert (best - value(rlhf.SolverConfig(dc_iterations=0))) / abs(best) > 0.1
+
+
+def test_closed_form_derivatives_match_autodiff():
+  from rbx.rlhf.solver import _Problem
+  p = PROBLEMS[30]
+  problem = _Problem(*(jnp.asarray(p[k], jnp.float32) for k in ("wins", "pi_ref", "pi_cal")),
+                     p["beta"], p["alpha"])
+  r = jnp.asarray(np.random.default_rng(0).uniform(0, p["r_max"], 4), jnp.float32)
+  grad, lap = problem.derivatives(r)
+  np.testing.assert_allclose(grad, jax.grad(problem.log_likelihood)(r), rtol=1e-4, atol=1e-3)
+  np.testing.assert_allclose(lap, -jax.hessian(problem.log_likelihood)(r), rtol=1e-4, atol=1e-3)
+  np.testing.assert_allclose(problem.slope(r),
+                             jax.grad(lambda x: problem.value(x) - problem.log_likelihood(x))(r),
+                             rtol=1e-4, atol=1e-4)
