@@ -80,7 +80,7 @@ def test_buffer_tiles_hold_exactly_the_history_and_its_likelihood():
   assert int(buf.count) == n
   stored = np.asarray(buf.mask) > 0
   assert stored.sum() == n
-  rows = np.swapaxes(np.asarray(buf.x), 1, 2)                       # (G, S, d)
+  rows = np.asarray(buf.x)                                            # (G, S, d)
   tile_block = np.broadcast_to(np.asarray(buf.block)[:, None], stored.shape)
   got = sorted(map(tuple, np.concatenate([rows[stored], tile_block[stored][:, None],
                                           np.asarray(buf.r)[stored][:, None]], 1)))
@@ -96,6 +96,19 @@ def test_buffer_tiles_hold_exactly_the_history_and_its_likelihood():
   # rows past the capacity are dropped; minibatches draw stored rows only
   full = add(buf, xs[0], bs[0], 99.0)
   assert int(full.count) == n and not np.any(np.asarray(full.r) == 99.0)
-  x, b, r = buffer.sample(buf, jax.random.key(2), 64)
-  pairs = set(zip(rs.tolist(), bs.tolist()))
-  assert all((float(ri), int(bi)) in pairs for ri, bi in zip(r, b))
+  # minibatches: each block's rows come from that block's stored rows, and the weighted
+  # per-block means (total W_b / size) estimate ℓ without bias
+  tables = buffer.strata(buf)
+  np.testing.assert_allclose(tables.total, np.bincount(bs, minlength=K))
+  xb, rb = buffer.rows(buf, buffer.sample(tables, jax.random.key(2), (64,)))  # (K, 64, d), (K, 64)
+  assert xb.shape == (K, 64, d) and rb.shape == (K, 64)
+  for blk in range(K):
+    pairs = {(float(ri), *map(float, xi)) for ri, xi, bi in zip(rs, xs, bs) if bi == blk}
+    assert all((float(ri), *map(float, xi)) in pairs for ri, xi in zip(rb[blk], xb[blk]))
+  big = buffer.rows(buf, buffer.sample(tables, jax.random.key(3), (20000,)))
+  z = network.predict_blocks(theta, big[0])
+  estimate = jnp.sum(tables.total[:, None] / 20000 * likelihoods.gaussian.log_prob(big[1], z))
+  np.testing.assert_allclose(estimate, per_row, rtol=2e-2)
+  # a full-batch pass touches the used tiles only (a larger capacity costs no more chunks)
+  assert int(buffer.num_chunks(buf)) * buffer.chunk_tiles(buf) >= int(buf.tiles_used)
+  assert buf.r.shape[0] % buffer.chunk_tiles(buf) == 0

@@ -198,7 +198,7 @@ def get(name: str, **kwargs) -> Agent:
 def regularised_log_likelihood(theta: Params, theta0: Params, buf: buffer_lib.Buffer,
                                lik: likelihoods.Likelihood, lam) -> chex.Array:
   """ℓ_λ(F_t; θ) of (10) over the whole buffer (a sum, not normalised)."""
-  return _history_log_likelihood(theta, buf, lik) - _penalty(theta, theta0, lam)
+  return _history(theta, buf, lik, grad=False) - _penalty(theta, theta0, lam)
 
 
 def _z_agent(name, index, lam, opt, cfg, precision_name, z_after_training) -> Agent:
@@ -243,29 +243,51 @@ def _finish(state, rnd, arm):
 def _fit(theta, opt_state, theta0, buf, key, lik, lam, opt, cfg, bias):
   """J optimiser steps on −(ℓ_λ(F_t; θ) + bias(θ)) / n_t (full batch or minibatch)."""
   n = jnp.maximum(buf.count, 1).astype(jnp.float32)
+  if cfg.batch_size is None:
+    history_grad = lambda th, j: _history(th, buf, lik, grad=True)[1]
+  else:
+    tables = buffer_lib.strata(buf)
+    size = -(-cfg.batch_size // buf.open_tile.shape[0])        # rows per block
+    flat = buffer_lib.sample(tables, key, (cfg.train_steps, size))   # (J, B, size)
+    weight = jnp.broadcast_to(tables.total[:, None] / size, flat.shape[1:])
 
-  def loss(th, k):
-    if cfg.batch_size is None:
-      ell = _history_log_likelihood(th, buf, lik)
-    else:
-      x, b, r = buffer_lib.sample(buf, k, cfg.batch_size)
-      ell = n * jnp.mean(lik.log_prob(r, network.predict_each(th, x, b))) * (buf.count > 0)
-    obj = ell - _penalty(th, theta0, lam) + (0.0 if bias is None else bias(th))
-    return -obj / n
+    def history_grad(th, j):
+      x, r = buffer_lib.rows(buf, flat[j])
+      return jax.grad(lambda th: likelihoods.log_likelihood(
+          lik, r, network.predict_blocks(th, x), weight))(th)
+
+  def rest(th):
+    return (0.0 if bias is None else bias(th)) - _penalty(th, theta0, lam)
 
   def body(j, carry):
     th, os = carry
-    grads = jax.grad(loss)(th, jax.random.fold_in(key, j))
+    grads = jax.tree.map(lambda a, b: -(a + b) / n, history_grad(th, j), jax.grad(rest)(th))
     updates, os = opt.update(grads, os, th)
     return optax.apply_updates(th, updates), os
 
   return jax.lax.fori_loop(0, cfg.train_steps, body, (theta, opt_state))
 
 
-def _history_log_likelihood(theta, buf, lik):
-  """ℓ(F_t; θ) of (9): the tiles' rows through their blocks, masked."""
-  z = jax.vmap(network.predict_columns, (None, 0, 0))(theta, buf.x, buf.block)     # (G, S)
-  return likelihoods.log_likelihood(lik, buf.r, z, buf.mask)
+def _history(theta, buf, lik, grad):
+  """ℓ(F_t; θ) of (9) and, with `grad`, its gradient: the used tiles' rows through their
+  blocks, masked, a chunk of tiles at a time (O(t) work at round t, not O(capacity)); each
+  chunk's first-layer gradient is added into the blocks it read only."""
+  def ell(tiles_theta, x, r, mask):
+    return likelihoods.log_likelihood(lik, r, network.predict_blocks(tiles_theta, x), mask)
+
+  def body(i, acc):
+    x, r, mask, block = buffer_lib.chunk(buf, i)
+    tiles_theta = theta._replace(W1=theta.W1[block])                        # (C, m, d)
+    if not grad:
+      return acc + ell(tiles_theta, x, r, mask)
+    value, g = jax.value_and_grad(ell)(tiles_theta, x, r, mask)
+    total, sums = acc
+    return total + value, Params(sums.W1.at[block].add(g.W1),
+                                 jax.tree.map(jnp.add, sums.hidden, g.hidden), sums.w + g.w)
+
+  zero = jnp.zeros(())
+  init = (zero, jax.tree.map(jnp.zeros_like, theta)) if grad else zero
+  return jax.lax.fori_loop(0, buffer_lib.num_chunks(buf), body, init)
 
 
 def _penalty(theta, theta0, lam):

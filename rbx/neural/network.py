@@ -81,15 +81,17 @@ def apply(params: Params, x: chex.Array, block) -> chex.Array:
   return apply_block(block_of(params, block), x)
 
 
-def predict_columns(params: Params, x_cols: chex.Array, block) -> chex.Array:
-  """f over a batch stored column-wise, all in one block: x_cols (d, n), block scalar -> (n,).
+def predict_blocks(params: Params, x: chex.Array) -> chex.Array:
+  """f over G batches of rows, batch i through first-layer block i: `params.W1` (G, m, d)
+  (e.g. `W1[blocks]` for tiles of the given blocks), x (G, n, d) -> (G, n).
 
-  The layers act as (m, d) @ (d, n) products, the layout the history buffer's tiles use.
+  The first layer is a batched (m, d) @ (d, n) product, as the history buffer's tiles are
+  laid out; the output layer is a weighted sum over units, not a matrix–vector product.
   """
-  h = jax.nn.relu(params.W1[block] @ x_cols)
+  h = jax.nn.relu(jnp.einsum("gmd,gnd->gmn", params.W1, x))
   for W in params.hidden:
-    h = jax.nn.relu(W @ h)
-  return jnp.sqrt(params.w.shape[0]) * (params.w @ h)
+    h = jax.nn.relu(jnp.einsum("km,gmn->gkn", W, h))
+  return jnp.sqrt(params.w.shape[0]) * jnp.sum(params.w[:, None] * h, axis=1)
 
 
 def predict_each(params: Params, x: chex.Array, blocks: chex.Array) -> chex.Array:
