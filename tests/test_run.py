@@ -67,24 +67,23 @@ def test_log_and_summary_records_are_the_cumulative_regret():
 
 
 def test_resuming_from_any_snapshot_gives_the_same_records():
-  options = driver.Options(chunk=4, seed_block=3)
-  whole = driver.run(toy_sweep(), options)
+  # 2 combos x 2 seed blocks of 3 = 4 work units of 3 chunks each
+  sweep, options = toy_sweep(seeds=6, steps=12), driver.Options(chunk=4, seed_block=3)
+  whole = driver.run(sweep, options)
   snaps = []
-  stopped = driver.run(toy_sweep(), options, on_chunk=snaps.append, stop=lambda: len(snaps) == 2)
-  assert not stopped.complete and len(snaps) == 2
-  for snap in (snaps[1], snaps[0]):
-    out = driver.run(toy_sweep(), options, start=snap)
+
+  def keep(snap):    # records are the live arrays until the next chunk: copy them
+    snaps.append(snap._replace(records={k: v.copy() for k, v in snap.records.items()}))
+
+  stopped = driver.run(sweep, options, on_chunk=keep, stop=lambda: len(snaps) == 4)
+  assert not stopped.complete and [(s.unit, s.t) for s in snaps] == [(0, 4), (0, 8), (1, 0), (1, 4)]
+  assert snaps[2].carry is None                      # between two work units
+  for snap in (snaps[3], snaps[2], snaps[0]):
+    out = driver.run(sweep, options, start=snap)
     np.testing.assert_array_equal(out.recorder.data, whole.recorder.data)
-  # a snapshot between two work units (seed block 0 of combo "a" done) has no carry
-  all_snaps = []
-  driver.run(toy_sweep(), options, on_chunk=all_snaps.append)
-  boundary = next(s for s in all_snaps if s.carry is None)
-  assert (boundary.unit, boundary.t) == (1, 0)
-  np.testing.assert_array_equal(driver.run(toy_sweep(), options, start=boundary).recorder.data,
-                                whole.recorder.data)
-  bad = snaps[1]._replace(carry=[leaf[:, :1] for leaf in snaps[1].carry])
+  bad = snaps[3]._replace(carry=[leaf[:, :1] for leaf in snaps[3].carry])
   with pytest.raises(ValueError, match="saved state does not match"):
-    driver.run(toy_sweep(), options, start=bad)
+    driver.run(sweep, options, start=bad)
 
 
 # ------------------------------------------------------------------ a real sweep, killed

@@ -66,8 +66,9 @@ class Options(NamedTuple):
 
 class Snapshot(NamedTuple):
   """The sweep between two chunks: work unit `unit` has run `t` steps with state `carry`
-  (host copies of the leaves; None between units), the records so far and the statistics
-  (compile_seconds, run_seconds, seed_steps)."""
+  (host copies of the leaves; None between units), the records so far (the recorder's own
+  arrays: copy them to keep them past the next chunk) and the statistics (compile_seconds,
+  run_seconds, seed_steps)."""
   unit: int
   t: int
   carry: list[np.ndarray] | None
