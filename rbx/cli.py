@@ -14,11 +14,13 @@ EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
 
 
 def main(argv=None) -> int:
+  """Runs the `rbx` command with `argv` (default `sys.argv[1:]`); returns the exit status."""
   args = build_parser().parse_args(argv)
   return args.handler(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
+  """The `rbx` argument parser with every subcommand registered."""
   parser = argparse.ArgumentParser(prog="rbx", description=__doc__)
   sub = parser.add_subparsers(dest="command", required=True)
   for register in (register_demo, register_run, register_plot, register_report, data_cli.register):
@@ -27,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def register_demo(subparsers) -> None:
+  """Adds `rbx demo [--seeds N] [--steps T] [--alpha A]`."""
   demo = subparsers.add_parser("demo", help="the RLHF paper's Examples 1-2 with Algorithm 1, VPO, XPO")
   demo.add_argument("--seeds", type=int, default=None, help="number of seeds (default 64)")
   demo.add_argument("--steps", type=int, default=None, help="iterations per run (default 500)")
@@ -35,6 +38,7 @@ def register_demo(subparsers) -> None:
 
 
 def register_run(subparsers) -> None:
+  """Adds `rbx run CONFIG.toml | --resume DIR`, with the multi-host options."""
   p = subparsers.add_parser(
       "run", help="run a sweep config (TOML) into a run directory, or --resume one",
       description="Runs CONFIG.toml into its run directory (config `out`, or --out), with a "
@@ -54,12 +58,14 @@ def register_run(subparsers) -> None:
 
 
 def register_plot(subparsers) -> None:
+  """Adds `rbx plot DIR`."""
   p = subparsers.add_parser("plot", help="plot a finished run (PNG and SVG under DIR/plots)")
   p.add_argument("dir", help="a run directory")
   p.set_defaults(handler=_plot)
 
 
 def register_report(subparsers) -> None:
+  """Adds `rbx report DIR`."""
   p = subparsers.add_parser("report", help="write DIR/report.md: summary, CIs, exponents, plots")
   p.add_argument("dir", help="a run directory")
   p.set_defaults(handler=_report)

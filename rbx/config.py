@@ -128,10 +128,12 @@ class Config(NamedTuple):
                         self.seeds if seeds is None else seeds, self.steps)
 
   def options(self) -> driver.Options:
+    """How the driver runs this config: chunk, record, log points, seed batch and block."""
     return driver.Options(self.chunk, self.record, self.log_points, self.seed_batch,
                           self.seed_block)
 
   def kind(self, name: str) -> str:
+    """The kind ("real", "int", "str", "bool", "vector") of parameter `name`."""
     return _parameters(FAMILIES[self.family], self.env, self._agents(), self._schedules())[name]
 
   def digest(self) -> str:

@@ -49,6 +49,7 @@ class Grid:
 
   @property
   def shape(self) -> tuple[int, ...]:
+    """The number of values of every field, in field order."""
     return tuple(len(self.values[f]) for f in self.fields)
 
   @property
@@ -80,6 +81,7 @@ class Grid:
     return np.moveaxis(out, [order.index(f) for f in self.fields], list(range(len(self.fields))))
 
   def coords(self) -> dict[str, np.ndarray]:
+    """Field -> its values as an array (the results' coordinates)."""
     return {f: np.asarray(self.values[f]) for f in self.fields}
 
 

@@ -19,17 +19,21 @@ class Progress:
                     disable=not enabled, file=file or sys.stderr, dynamic_ncols=True)
 
   def compiled(self, what: str, seconds: float) -> None:
+    """Reports a finished compile of `what` and how long it took."""
     if self.enabled:
       self.bar.write(f"compiled {what} in {seconds:.1f}s")
       self.bar.unpause()
 
   def advance(self, seed_steps: int, where: str) -> None:
+    """Counts `seed_steps` more as done; `where` describes the position."""
     self.bar.update(seed_steps)
     self.bar.set_postfix_str(where, refresh=False)
 
   def note(self, text: str) -> None:
+    """Prints `text` above the bar."""
     if self.enabled:
       self.bar.write(text)
 
   def close(self) -> None:
+    """Closes the bar."""
     self.bar.close()

@@ -66,6 +66,7 @@ class Recorder:
     self.cum[combo, :, seeds] = cum[..., -1]
 
   def state(self) -> dict[str, np.ndarray]:
+    """The records so far as arrays (for a checkpoint; `restore` reads them back)."""
     return {"data": self.data, "cum": self.cum}
 
   def restore(self, state: dict[str, np.ndarray]) -> None:

@@ -73,6 +73,7 @@ class Results(NamedTuple):
 
   @property
   def grid_axes(self) -> tuple[str, ...]:
+    """The grid fields' axes: every axis but "seed" and "step"."""
     return self.axes[:-2]
 
   def final(self) -> np.ndarray:
@@ -163,6 +164,7 @@ def write_json(path: Path, obj) -> None:
 
 
 def read_json(path: Path) -> dict:
+  """The JSON object in the file `path`."""
   return json.loads(Path(path).read_text())
 
 

@@ -58,6 +58,7 @@ class Dataset(NamedTuple):
 
   @property
   def num_classes(self) -> int:
+    """K, the number of classes."""
     return len(self.classes)
 
 

@@ -59,10 +59,12 @@ class ClassificationEnv:
 
   @property
   def dim(self) -> int:
+    """d', the number of features."""
     return self.features.shape[1]
 
   @property
   def num_blocks(self) -> int:
+    """The first layer's blocks: K, one per arm (the disjoint encoding)."""
     return self.num_arms
 
   def reset(self, key: chex.PRNGKey) -> chex.Array:
@@ -70,6 +72,7 @@ class ClassificationEnv:
     return jax.random.permutation(key, self.features.shape[0])
 
   def round(self, stream: chex.Array, key: chex.PRNGKey, t) -> Round:
+    """Round t: row order[(t − 1) mod n] for every arm (arm a in block a); reward 1 at the label."""
     del key
     i = stream[(t - 1) % stream.shape[0]]
     K = self.num_arms
@@ -98,13 +101,16 @@ class SyntheticEnv:
 
   @property
   def dim(self) -> int:
+    """d, the contexts' dimension."""
     return self.a.shape[0]
 
   @property
   def num_blocks(self) -> int:
+    """One block: every arm's context goes through the same first layer."""
     return 1
 
   def reset(self, key: chex.PRNGKey) -> chex.Array:
+    """No per-seed data order (contexts are drawn afresh each round): a placeholder."""
     del key
     return jnp.zeros((), jnp.int32)
 
@@ -114,6 +120,7 @@ class SyntheticEnv:
     return {"linear": s, "quadratic": 10.0 * s ** 2, "cosine": jnp.cos(3.0 * s)}[self.reward]
 
   def round(self, stream, key: chex.PRNGKey, t) -> Round:
+    """Round t: K fresh contexts on the unit sphere, rewards h(x) + noise·N(0, 1)."""
     del stream, t
     kx, kr = jax.random.split(key)
     x = jax.random.normal(kx, (self.num_arms, self.dim))

@@ -37,10 +37,12 @@ class PreferenceEnv(NamedTuple):
 
   @property
   def num_prompts(self) -> int:
+    """|X|, the number of prompts."""
     return self.r_star.shape[0]
 
   @property
   def num_actions(self) -> int:
+    """A, the number of answers per prompt."""
     return self.r_star.shape[1]
 
 
