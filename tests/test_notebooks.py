@@ -1,0 +1,32 @@
+"""The notebooks run top to bottom at their default sizes, and are stored without outputs."""
+import json
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_three_notebooks():
+  assert [p.name for p in NOTEBOOKS] == ["01_rlhf_exploration.ipynb", "02_neural_bandits.ipynb",
+                                         "03_sweeps_at_scale.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_clean(path):
+  cells = json.loads(path.read_text())["cells"]
+  code = [c for c in cells if c["cell_type"] == "code"]
+  assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_runs_top_to_bottom(path, monkeypatch):
+  nbformat = pytest.importorskip("nbformat", reason="the test extra has nbformat")
+  nbclient = pytest.importorskip("nbclient", reason="the test extra has nbclient")
+  monkeypatch.delenv("RBX_NOTEBOOK_SCALE", raising=False)          # the default sizes
+  nb = nbformat.read(path, as_version=4)
+  client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                   resources={"metadata": {"path": str(path.parent)}})
+  client.execute()                 # raises CellExecutionError, with the cell and traceback
+  errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+  assert not errors
