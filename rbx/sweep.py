@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rbx import _checks
+from rbx.core import devices as devices_lib
 from rbx.core import driver, loop
 from rbx.core.grid import Grid, seed_list, select
 
@@ -57,7 +58,7 @@ class SweepResult(NamedTuple):
 def grid_sweep(build: Callable[[dict[str, Any]], loop.Run], grid: Mapping[str, Sequence[Any]],
                seeds: int | Sequence[int], steps: int,
                validate: Callable[[dict[str, Any]], None] | None = None,
-               seed_batch: int = 64) -> SweepResult:
+               seed_batch: int = 64, devices: int | None = None) -> SweepResult:
   """Runs `build(hp)` for every grid point and seed for `steps` steps.
 
   Args:
@@ -69,6 +70,8 @@ def grid_sweep(build: Callable[[dict[str, Any]], loop.Run], grid: Mapping[str, S
     validate: called with every concrete grid point before anything is traced; it should
       raise `ValueError` for a bad one.
     seed_batch: seeds vmapped at once (the rest run sequentially inside the same program).
+    devices: local devices to shard the seeds over (`rbx.core.devices.seed_mesh`; default
+      all, e.g. every GPU, or the CPU devices set by `jax_num_cpu_devices`).
 
   Returns:
     `SweepResult` with axes `(*grid fields, "seed", "step")`.
@@ -77,10 +80,12 @@ def grid_sweep(build: Callable[[dict[str, Any]], loop.Run], grid: Mapping[str, S
   _checks.positive_int("seed_batch", seed_batch)
   _checks.positive_int("steps", steps)
   g = Grid(grid)
+  mesh = devices_lib.seed_mesh(devices)
   if validate is not None:
     for point in g.each():
       validate(point)
-  out = driver.run(driver.Sweep(build, g, seeds, steps), driver.Options(seed_batch=seed_batch))
+  out = driver.run(driver.Sweep(build, g, seeds, steps), driver.Options(seed_batch=seed_batch),
+                   mesh=mesh)
   regret = g.arrange(out.recorder.data)
   coords = {**g.coords(), "seed": seeds, "step": out.recorder.steps}
   timing = dict(compile_seconds=out.stats["compile_seconds"], run_seconds=out.stats["run_seconds"],

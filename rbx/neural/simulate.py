@@ -60,7 +60,8 @@ def _compiled(agent: Agent, steps: int, capacity: int | None):
 
 
 def sweep(build: Callable[..., tuple[env_lib.Env, Agent]],
-          grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int], steps: int) -> SweepResult:
+          grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int], steps: int,
+          devices: int | None = None) -> SweepResult:
   """Per-round regret of every grid point and seed, as one jitted program per static combination.
 
   Args:
@@ -71,6 +72,7 @@ def sweep(build: Callable[..., tuple[env_lib.Env, Agent]],
       looped over in Python.
     seeds: number of seeds n (seeds 0..n-1) or a list of seeds.
     steps: rounds per run (also the history buffer's capacity).
+    devices: local devices to shard the seeds over (default all).
   Returns:
     `SweepResult` with `regret` of shape (*grid, seed, step) and the axis names.
   """
@@ -81,7 +83,7 @@ def sweep(build: Callable[..., tuple[env_lib.Env, Agent]],
     _validate(env, agent, steps, None)
 
   return grid_sweep(lambda hp: make_run(*build(**hp), steps), grid, seeds, steps,
-                    validate=validate)
+                    validate=validate, devices=devices)
 
 
 def _validate(env, agent, steps, capacity):

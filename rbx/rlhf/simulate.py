@@ -44,7 +44,7 @@ def _compiled(agent: Agent, steps: int):
 
 def sweep(build: Callable[..., tuple[env_lib.PreferenceEnv, Agent]],
           grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int], steps: int,
-          seed_batch: int = 64) -> SweepResult:
+          seed_batch: int = 64, devices: int | None = None) -> SweepResult:
   """Per-step regret of every grid point and seed, as one jitted program per static combination.
 
   Args:
@@ -56,6 +56,7 @@ def sweep(build: Callable[..., tuple[env_lib.PreferenceEnv, Agent]],
     seeds: number of seeds n (seeds 0..n-1) or a list of seeds.
     steps: iterations per run.
     seed_batch: seeds vmapped at once; more run in sequence inside the same program.
+    devices: local devices to shard the seeds over (default all).
   Returns:
     `SweepResult` with `regret` of shape (*grid, seed, step), the axis names and timings.
   """
@@ -66,7 +67,7 @@ def sweep(build: Callable[..., tuple[env_lib.PreferenceEnv, Agent]],
     _validate(env, agent, steps)
 
   return grid_sweep(lambda hp: make_run(*build(**hp)), grid, seeds, steps, validate=validate,
-                    seed_batch=seed_batch)
+                    seed_batch=seed_batch, devices=devices)
 
 
 def _validate(env, agent, steps):
