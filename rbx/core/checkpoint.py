@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rbx._io import fsync_dir
+
 _META = "__meta__"
 
 
@@ -38,7 +40,7 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> 
   if path.exists():
     os.replace(path, previous(path))
   os.replace(tmp, path)
-  _fsync_dir(path.parent)
+  fsync_dir(path.parent)
 
 
 def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
@@ -91,11 +93,3 @@ def _digest(arrays: dict[str, np.ndarray], meta: dict) -> str:
     h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
     h.update(a.tobytes())
   return h.hexdigest()
-
-
-def _fsync_dir(directory: Path) -> None:
-  fd = os.open(directory, os.O_RDONLY)
-  try:
-    os.fsync(fd)
-  finally:
-    os.close(fd)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rbx import _checks
+from rbx._io import fsync_dir
 from rbx.data import loader
 
 OPENML_URL = "https://api.openml.org/"
@@ -93,7 +94,7 @@ def download(name: str, data_dir: str | os.PathLike | None = None, *,
       f.flush()
       os.fsync(f.fileno())
     os.replace(out, dest)
-  _fsync_dir(root)
+  fsync_dir(root)
   return dest
 
 
@@ -200,11 +201,3 @@ def _temporary(root: Path, prefix: str):
     yield path
   finally:
     path.unlink(missing_ok=True)
-
-
-def _fsync_dir(root: Path) -> None:
-  fd = os.open(root, os.O_RDONLY)
-  try:
-    os.fsync(fd)
-  finally:
-    os.close(fd)
