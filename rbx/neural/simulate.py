@@ -17,7 +17,7 @@ import jax
 from rbx import _checks
 from rbx.core import loop
 from rbx.neural import env as env_lib
-from rbx.neural.agents import Agent, StepInfo
+from rbx.neural.agents import AGENTS, Agent, StepInfo
 from rbx.sweep import SweepResult, grid_sweep
 
 
@@ -91,8 +91,8 @@ def _validate(env, agent, steps, capacity):
     raise ValueError("env must be a ClassificationEnv or SyntheticEnv (see rbx.neural.classification,"
                      f" rbx.neural.synthetic), got {type(env).__name__}")
   if not isinstance(agent, Agent):
-    raise ValueError("agent must be an rbx.neural Agent (one of rbmle_ga, rbmle_pc, neural_ucb,"
-                     f" neural_ts), got {type(agent).__name__}")
+    raise ValueError("agent must be an rbx.neural Agent (from rbx.neural.get with one of "
+                     f"{sorted(AGENTS)}), got {type(agent).__name__}")
   _checks.positive_int("steps", steps)
   if capacity is not None:
     _checks.positive_int("capacity", capacity)
