@@ -1,17 +1,19 @@
 """Per-step time of the rbx neural agents against a PyTorch reference loop (issue 3).
 
 A Covertype-sized disjoint problem (d' = 54 features, K = 7 arms, m = 100, one hidden layer,
-J = 100 full-batch steps per round), at history sizes t = 100 and t = 2000, for 1 and 32
-vmapped seeds. For each (agent, t, seeds) the history buffer is pre-filled with t rounds and
-`--steps` rounds are timed (compiled ahead, so compile time is excluded). The PyTorch
-reference (`neural_torch_reference.py`, in its own process) runs the same settings one seed
-at a time.
+J = 100 training steps per round), at history sizes t = 100 and t = 2000, for 1 and 32
+vmapped seeds, with full-batch training (the reference's setting) and with minibatches of
+`--batch-size` rows (stratified by block, see `rbx.neural.buffer`). For each (agent, t,
+seeds, training) the history buffer — of one capacity for every t, max(--history) + --steps,
+as in a run of that length — is pre-filled with t rounds and `--steps` rounds are timed
+(compiled ahead, so compile time is excluded). The PyTorch reference
+(`neural_torch_reference.py`, in its own process) runs full batch, one seed at a time.
 
 Printed: seconds per seed-step for rbx and the reference, their ratio, and the floating-point
-rate rbx reaches (an analytic count of the network's arithmetic on the t history rows)
+rate rbx reaches (an analytic count of the network's arithmetic on the rows it trains on)
 against the machine's peak (a large float32 matmul measured here, and the nominal peak from
 --peak-flops-per-cycle × cores × clock). Then the regret of full-batch and minibatch training
-on one shared data set.
+on a shared data set (`--regret-data`, Satimage: the offline stand-in for Covertype).
 
 Usage: python benchmarks/neural_step_time.py [--history 100 2000] [--seeds 1 32] [--no-torch]
 """
@@ -32,7 +34,10 @@ import jax.numpy as jnp  # noqa: E402
 from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 from neural_torch_reference import covertype_like  # noqa: E402
 
-from rbx import neural
+from rbx import data, neural
+
+SATIMAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "shared",
+                        "datasets", "satimage.csv.gz")
 
 AGENTS = ["rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ucb_exact", "neural_ts"]
 
@@ -45,10 +50,10 @@ def make_agent(name, args, **kw):
   return neural.get(base, **settings)
 
 
-def time_rbx(env, agent, history, seeds, steps, repeats, devices=1):
-  """Seconds per seed-step of `steps` rounds after a history of `history` rounds (best of
-  `repeats` runs of the compiled program), the seed axis split over `devices` CPU devices."""
-  capacity = history + steps
+def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1):
+  """Seconds per seed-step of `steps` rounds after a history of `history` rounds in a buffer
+  of `capacity` (best of `repeats` runs of the compiled program), the seed axis split over
+  `devices` CPU devices."""
 
   def prefill(key):
     k_env, k_agent, k_arm = jax.random.split(key, 3)
@@ -102,16 +107,18 @@ def time_torch(name, args, history):
   return float(out.split()[-1])
 
 
-def flops_per_seed_step(name, args, rows):
-  """rbx's network arithmetic in one round on `rows` history rows: a forward pass costs
-  2·rows·(m·d' + m); a training step twice that for the first layer (forward and weight
-  gradient) and three times for the output layer. Exact Z⁻¹ adds its O(p²) products."""
+def flops_per_seed_step(name, args, history, batch):
+  """rbx's network arithmetic in one round: a training step on `rows` rows (the history, or
+  ⌈B/K⌉ per block for minibatches) costs 2·rows·(m·d' + m) for the forward pass, twice that
+  for the first layer (forward and weight gradient) and three times for the output layer.
+  GA's index adds a forward pass over the history; exact Z⁻¹ adds its O(p²) products."""
   m, K = args.width, args.arms
+  rows = history if batch is None else K * -(-batch // K)
   forward = lambda r: 2.0 * r * (m * args.dim + m)
   train = args.train_steps * (2 * 2.0 * rows * m * args.dim + 3 * 2.0 * rows * m)
   p = m * args.dim * K + m
   if name == "rbmle_ga":
-    return K * (train + forward(rows))
+    return K * (train + forward(history))
   extra = 3 * forward(K) + (6.0 * p * p + 2.0 * K * p * p if name.endswith("_exact") else 0.0)
   return train + extra
 
@@ -133,17 +140,26 @@ def nominal_peak(args):
   return os.cpu_count() * args.peak_flops_per_cycle * mhz * 1e6
 
 
-def regret_table(env, args):
-  """Regret of full-batch vs minibatch training on the shared data set (same seeds)."""
+def regret_table(args):
+  """Regret of full-batch vs minibatch training on the shared data set (same seeds), and the
+  wall time of each run (compile included)."""
+  ds = data.load(args.regret_data)
+  env = neural.classification(ds.features, ds.labels)
   rows = []
   for name in args.regret_agents:
     for batch in (None, args.batch_size):
       agent = make_agent(name, args, train_steps=args.regret_train_steps, batch_size=batch,
                          eta=args.regret_eta)
+      start = time.perf_counter()
       res = neural.sweep(lambda: (env, agent), {}, seeds=args.regret_seeds, steps=args.regret_steps)
       final = res.final()
-      rows.append((name, "full" if batch is None else f"B={batch}", final.mean(), final.std()))
-  return rows
+      rows.append((name, mode_name(batch), final.mean(), final.std(),
+                   time.perf_counter() - start))
+  return env, rows
+
+
+def mode_name(batch):
+  return "full" if batch is None else f"B={batch}"
 
 
 def main():
@@ -168,26 +184,32 @@ def main():
   p.add_argument("--no-torch", action="store_true")
   p.add_argument("--peak-flops-per-cycle", type=float, default=32.0,
                  help="float32 flops per cycle per core (AVX-512 or 2×AVX2 FMA: 32)")
+  p.add_argument("--batch-size", type=int, default=64,
+                 help="minibatch rows per step (⌈B/K⌉ per block); timed beside full batch")
+  p.add_argument("--training", nargs="+", default=["full", "minibatch"],
+                 choices=["full", "minibatch"])
+  p.add_argument("--regret-data", default=SATIMAGE)
   p.add_argument("--regret-agents", nargs="*", default=["neural_ucb", "rbmle_pc"])
   p.add_argument("--regret-steps", type=int, default=1000)
   p.add_argument("--regret-seeds", type=int, default=4)
-  p.add_argument("--regret-train-steps", type=int, default=20)
-  p.add_argument("--regret-eta", type=float, default=0.01)
-  p.add_argument("--batch-size", type=int, default=64)
+  p.add_argument("--regret-train-steps", type=int, default=100)
+  p.add_argument("--regret-eta", type=float, default=1e-3)
   args = p.parse_args()
   warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
 
   X, y = covertype_like(args.data, args.dim, args.arms)
   env = neural.classification(X, y, args.arms)
   peak, nominal = measured_peak(), nominal_peak(args)
-  print(f"d'={args.dim} K={args.arms} m={args.width} L=2 J={args.train_steps} full batch; "
-        f"p={args.width * args.dim * args.arms + args.width}; {os.cpu_count()} cores; "
-        f"peak: matmul {peak / 1e9:.0f} GFLOP/s measured, {nominal / 1e9:.0f} GFLOP/s nominal")
-  print(f"{'agent':<18}{'t':>6}{'seeds':>6}{'dev':>4}{'rbx s/seed-step':>17}{'torch s/step':>14}"
-        f"{'ratio':>8}{'rbx GFLOP/s':>13}{'% of matmul':>13}")
+  capacity = max(args.history) + args.steps
+  batches = [None if mode == "full" else args.batch_size for mode in args.training]
+  print(f"d'={args.dim} K={args.arms} m={args.width} L=2 J={args.train_steps}; "
+        f"p={args.width * args.dim * args.arms + args.width}; buffer capacity {capacity}; "
+        f"{os.cpu_count()} cores; peak: matmul {peak / 1e9:.0f} GFLOP/s measured, "
+        f"{nominal / 1e9:.0f} GFLOP/s nominal")
+  print(f"{'agent':<18}{'t':>6}{'seeds':>6}{'dev':>4}{'training':>9}{'rbx s/seed-step':>17}"
+        f"{'torch s/step':>14}{'ratio':>8}{'rbx GFLOP/s':>13}{'% of matmul':>13}")
   torch_cache = {}
   for name in args.agents:
-    agent = make_agent(name, args)
     for t in args.history:
       for seeds in args.seeds:
         if name.endswith("_exact") and seeds > args.exact_max_seeds:
@@ -195,16 +217,23 @@ def main():
         if not args.no_torch and (name, t) not in torch_cache:
           torch_cache[name, t] = time_torch(name, args, t)
         ref = torch_cache.get((name, t), float("nan"))
-        for dev in [1] if seeds == 1 else [d for d in args.devices if seeds % d == 0]:
-          sec = time_rbx(env, agent, t, seeds, args.steps, args.repeats, dev)
-          rate = flops_per_seed_step(name, args, t + args.steps / 2) / sec
-          print(f"{name:<18}{t:>6}{seeds:>6}{dev:>4}{sec:>17.4g}{ref:>14.4g}{ref / sec:>8.1f}"
-                f"{rate / 1e9:>13.1f}{100 * rate / peak:>12.0f}%", flush=True)
+        for batch in batches:
+          agent = make_agent(name, args, batch_size=batch)
+          for dev in [1] if seeds == 1 else [d for d in args.devices if seeds % d == 0]:
+            sec = time_rbx(env, agent, t, capacity, seeds, args.steps, args.repeats, dev)
+            rate = flops_per_seed_step(name, args, t + args.steps / 2, batch) / sec
+            print(f"{name:<18}{t:>6}{seeds:>6}{dev:>4}{mode_name(batch):>9}{sec:>17.4g}"
+                  f"{ref:>14.4g}{ref / sec:>8.1f}{rate / 1e9:>13.1f}{100 * rate / peak:>12.0f}%",
+                  flush=True)
   if args.regret_agents:
-    print(f"\nregret after {args.regret_steps} rounds on the shared data set "
-          f"(J={args.regret_train_steps}, eta={args.regret_eta}, {args.regret_seeds} seeds):")
-    for name, mode, mean, std in regret_table(env, args):
-      print(f"  {name:<12}{mode:<8}{mean:9.1f} ± {std:.1f}")
+    regret_env, rows = regret_table(args)
+    K = regret_env.num_arms
+    print(f"\nregret after {args.regret_steps} rounds on {os.path.basename(args.regret_data)} "
+          f"(d'={regret_env.dim}, K={K}; m={args.width}, J={args.regret_train_steps}, "
+          f"eta={args.regret_eta}, {args.regret_seeds} seeds; uniform play: "
+          f"{args.regret_steps * (K - 1) / K:.0f} in expectation):")
+    for name, mode, mean, std, wall in rows:
+      print(f"  {name:<12}{mode:<8}{mean:9.1f} ± {std:<7.1f} ({wall:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":

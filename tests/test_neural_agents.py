@@ -135,6 +135,11 @@ def test_one_seed_alone_equals_the_same_seed_in_a_traced_sweep():
   assert not np.allclose(res.regret[0], res.regret[1])   # ν matters
   prefix = neural.simulate(*build(1.0, 1e-3, 0.03, 1.0), jax.random.key(5), 20, capacity=60)
   np.testing.assert_allclose(prefix.regret, alone[:20], atol=1e-6)
+  # minibatches too: the rows a seed draws do not depend on the batch it runs in
+  mini = lambda: (env, neural.neural_ucb(nu=1.0, batch_size=8))
+  batch = neural.sweep(mini, {}, seeds=[2, 5], steps=60)
+  np.testing.assert_allclose(batch.regret[1], neural.simulate(*mini(), jax.random.key(5), 60).regret,
+                             atol=1e-6)
 
 
 def _toy_data():

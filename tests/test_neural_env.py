@@ -109,6 +109,14 @@ def test_buffer_tiles_hold_exactly_the_history_and_its_likelihood():
   z = network.predict_blocks(theta, big[0])
   estimate = jnp.sum(tables.total[:, None] / 20000 * likelihoods.gaussian.log_prob(big[1], z))
   np.testing.assert_allclose(estimate, per_row, rtol=2e-2)
-  # a full-batch pass touches the used tiles only (a larger capacity costs no more chunks)
-  assert int(buffer.num_chunks(buf)) * buffer.chunk_tiles(buf) >= int(buf.tiles_used)
-  assert buf.r.shape[0] % buffer.chunk_tiles(buf) == 0
+  # full-batch passes cover the used tiles only: a buffer of 50× the capacity holding the same
+  # rows gives the same ℓ from no more chunks than those tiles need
+  big_buf = buffer.empty(50 * n, d, K)
+  for x, b, r in zip(xs, bs, rs):
+    big_buf = add(big_buf, x, b, r)
+  np.testing.assert_allclose(neural.regularised_log_likelihood(
+      theta, theta, big_buf, likelihoods.gaussian, jnp.float32(1.0)), per_row, rtol=1e-5)
+  C = buffer.chunk_tiles(big_buf)
+  assert big_buf.r.shape[0] % C == 0
+  assert int(buffer.num_chunks(big_buf)) == -(-int(big_buf.tiles_used) // C)
+  assert int(buffer.num_chunks(big_buf)) * C < big_buf.r.shape[0]

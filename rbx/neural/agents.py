@@ -17,8 +17,14 @@ agent          index of arm a at round t (α(t) = ν t^n, g_a = g(x_{t,a}; θ̂)
 Training. Each round runs `train_steps` (J) optimiser steps on the objective divided by the
 history size n_t = max(t − 1, 1) (same maximiser; plain gradient ascent with step η on it is
 ascent with step η/n_t on (10)/(12), the 1/(t m) scaling that Theorems 1–2 ask of η). With
-`batch_size=None` each step is full-batch over the masked buffer; otherwise the history
-term is the mean over `batch_size` observations drawn uniformly from the buffer. Training is
+`batch_size=None` each step is full batch over the stored rows: the buffer's used tiles
+only, so a round costs O(t), not O(capacity). With `batch_size=B` each step instead draws
+⌈B/n_b⌉ rows from each of the n_b first-layer blocks (n_b = K under the disjoint encoding,
+1 for synthetic bandits), with probability ∝ their mask weight within the block, and uses
+Σ_b W_b · (mean of block b's draws) for ℓ(F_t; θ), W_b the block's total weight — an
+unbiased, stratified estimate (`rbx.neural.buffer.sample`). Only block b's rows reach
+W1[b], so every block's first-layer gradient sees ⌈B/n_b⌉ rows a step however rarely its arm
+is played; a round's J minibatches are drawn together at its start. Training is
 warm-started from the previous round's θ (per arm for GA); `restart=True` starts every round
 from θ_0, as the analysis does.
 
@@ -89,8 +95,9 @@ class Agent(NamedTuple):
 
 
 class Training(NamedTuple):
-  """Static training settings: J steps per round, minibatch size (None: full batch), restart
-  from θ_0 each round, the optimiser ("sgd": gradient ascent, or "adam"), network width/depth."""
+  """Static training settings: J steps per round, minibatch size B (None: full batch; else
+  ⌈B/n_b⌉ rows per first-layer block, see the module docstring), restart from θ_0 each
+  round, the optimiser ("sgd": gradient ascent, or "adam"), network width/depth."""
   train_steps: int
   batch_size: int | None
   restart: bool
