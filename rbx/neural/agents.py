@@ -292,9 +292,11 @@ def _history(theta, buf, lik, grad):
     return total + value, Params(sums.W1.at[block].add(g.W1),
                                  jax.tree.map(jnp.add, sums.hidden, g.hidden), sums.w + g.w)
 
+  # chunk 0 starts the sums (it is all zero-weight rows in an empty buffer), so that they
+  # vary over a `shard_map`'s axes exactly as θ and the buffer do
   zero = jnp.zeros(())
-  init = (zero, jax.tree.map(jnp.zeros_like, theta)) if grad else zero
-  return jax.lax.fori_loop(0, buffer_lib.num_chunks(buf), body, init)
+  first = body(0, (zero, jax.tree.map(jnp.zeros_like, theta)) if grad else zero)
+  return jax.lax.fori_loop(1, buffer_lib.num_chunks(buf), body, first)
 
 
 def _penalty(theta, theta0, lam):
