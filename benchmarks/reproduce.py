@@ -41,13 +41,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 try:                      # the timing pieces and the PyTorch reference (the `bench` extra)
-  import neural_step_time  # sets jax_num_cpu_devices: import before any JAX work
+  import neural_step_time
 except ModuleNotFoundError as e:
   if e.name != "torch":
     raise
   neural_step_time = None
 
 import jax  # noqa: E402
+
+# neural_step_time asks for one CPU device per core; this report times one seed per step and
+# runs every sweep on the default devices (one on a CPU, all of an accelerator host).
+jax.config.update("jax_num_cpu_devices", 1)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import table1  # noqa: E402
@@ -120,7 +124,7 @@ FULL = Scale(
 # Online RLHF
 
 
-def propositions(scale: Scale, figdir: Figures) -> str:
+def propositions(scale: Scale, figdir: Figures) -> tuple[str, str]:
   """Propositions 1 and 2: the fraction of seeds stuck for the whole horizon, per α."""
   beta1, r_max1 = scale.prop1
   kappa, beta2, r_max2 = scale.prop2
@@ -140,12 +144,13 @@ def propositions(scale: Scale, figdir: Figures) -> str:
            "|---|---|---|---:|---:|---:|---:|---:|"]
   fig = Figure(figsize=(10, 4))
   axes = fig.subplots(1, 2)
-  holds = 0
+  holds, lowest = 0, []
   for ax, (claim, what, thr, bound, bound_text, horizon, setting, build) in zip(axes, cases):
     res = rlhf.sweep(build, {"alpha": list(scale.prop_alphas)}, seeds=scale.prop_seeds,
                      steps=horizon)
     above = res.regret[..., 1:] >= thr                            # (alpha, seed, t = 2..horizon)
     stuck_through = np.cumprod(above, axis=-1).mean(axis=-2)      # (alpha, t)
+    lowest.append(f"{claim} lowest {stuck_through[:, -1].min():.3f} vs {bound:.4f}")
     for i, alpha in enumerate(scale.prop_alphas):
       frac = stuck_through[i, -1]
       lo, hi = _wilson(frac, scale.prop_seeds)
@@ -161,10 +166,12 @@ def propositions(scale: Scale, figdir: Figures) -> str:
   lines += ["", "The bound holds (the fraction is at least the bound) in "
             f"{holds} of {len(cases) * len(scale.prop_alphas)} cases.", "",
             f"![fraction stuck against t]({path})", ""]
-  return "\n".join(lines)
+  summary = (f"Propositions 1–2: the empirical probability is at least the bound in {holds} of "
+             f"{len(cases) * len(scale.prop_alphas)} (example, α) cases ({'; '.join(lowest)}).")
+  return "\n".join(lines), summary
 
 
-def comparison(scale: Scale, figdir: Figures) -> str:
+def comparison(scale: Scale, figdir: Figures) -> tuple[str, str]:
   """Algorithm 1 vs VPO vs XPO on the demo's Examples 1-2 and on random instances."""
   lines = ["## Algorithm 1 against VPO and XPO", "",
            f"Same constant α = {demo.ALPHA:g} for every scheme, {scale.compare_seeds} seeds, "
@@ -174,7 +181,7 @@ def comparison(scale: Scale, figdir: Figures) -> str:
            "seeds still at least 1/2 (Example 1) or 0.01 (Example 2) suboptimal at T.", "",
            "| example | agent | R(T) mean ± std | 95% CI | stuck at T |",
            "|---|---|---:|---:|---:|"]
-  figures = []
+  figures, versus = [], []
   for name, make_env in demo.EXAMPLES.items():
     env = make_env()
     res = rlhf.sweep(lambda agent: (env, rlhf.get(agent, alpha=demo.ALPHA)),
@@ -185,7 +192,10 @@ def comparison(scale: Scale, figdir: Figures) -> str:
       stuck = np.mean(res.regret[i, :, -1] >= demo.THRESHOLDS[name])
       lines.append(f"| {name} | {agent} | {mean[i]:.1f} ± {std[i]:.1f} | "
                    f"[{mean[i] - half[i]:.1f}, {mean[i] + half[i]:.1f}] | {stuck:.0%} |")
-    figures.append(plots.cumulative(_results(res), figdir / f"compare_{name}")[0])
+    failing = {"example1": "vpo", "example2": "xpo"}[name]
+    versus.append(f"{name}: Algorithm 1 {mean[0]:.1f} vs {failing} "
+                  f"{mean[AGENTS.index(failing)]:.1f}")
+    figures.append(_png(plots.cumulative(_results(res), figdir / f"compare_{name}")))
   lines += ["", " ".join(f"![{p.stem}]({figdir.link(p)})" for p in figures), ""]
 
   beta, r_max, A, deviations = 0.5, 4.0, 4, (0.0, 1.0, 2.0)
@@ -207,41 +217,66 @@ def comparison(scale: Scale, figdir: Figures) -> str:
             "over instances and seeds (± the std of the instances' means), and the number of "
             "instances on which Algorithm 1's mean is the lowest of the three.", "",
             "| d | algorithm1 | vpo | xpo | Algorithm 1 best on |", "|---:|---:|---:|---:|---:|"]
+  total_wins = 0
   for j, d in enumerate(deviations):
     per_instance = final[:, :, j].mean(axis=-1)        # (agent, instance)
     cells = [f"{per_instance[i].mean():.1f} ± {per_instance[i].std():.1f}"
              for i in range(len(AGENTS))]
     wins = int(np.sum(np.argmin(per_instance, axis=0) == 0))
+    total_wins += wins
     lines.append(f"| {d:g} | " + " | ".join(cells) + f" | {wins}/{len(instances)} |")
   lines.append("")
-  return "\n".join(lines)
+  per_agent = final.mean(axis=(1, 2, 3))
+  summary = (f"Mean R(T) at equal α = {demo.ALPHA:g}: {'; '.join(versus)}. Random instances: "
+             + ", ".join(f"{a} {m:.1f}" for a, m in zip(AGENTS, per_agent))
+             + f"; Algorithm 1 lowest on {total_wins} of {len(instances) * len(deviations)}.")
+  return "\n".join(lines), summary
 
 
-def exponents(scale: Scale, figdir: Figures) -> str:
-  """Slope of log R(t) on log t for Algorithm 1 with Proposition 3's schedule, per β."""
+def exponents(scale: Scale, figdir: Figures) -> tuple[str, str]:
+  """Regret exponents of Algorithm 1 with Proposition 3's schedule, per β: the slope of
+  log R(t) on log t within the longest run, and of log R(T) on log T over runs of several
+  horizons T (each with the schedule for its T)."""
   T, r_max = scale.exponent_steps, 2.0
+  horizons = [T // 8, T // 4, T // 2, T]
   env_key = jax.random.key(0)
-
-  def build(beta):
-    env = rlhf.random_instance(env_key, 1, 3, beta, r_max, 1.0)
-    return env, rlhf.algorithm1(schedules.proposition3(3, T, beta, r_max, kappa=1.0))
-
-  res = rlhf.sweep(build, {"beta": list(scale.betas)}, seeds=scale.exponent_seeds, steps=T)
-  r = _results(res)
+  finals = []
+  for horizon in horizons:
+    def build(beta, horizon=horizon):
+      env = rlhf.random_instance(env_key, 1, 3, beta, r_max, 1.0)
+      return env, rlhf.algorithm1(schedules.proposition3(3, horizon, beta, r_max, kappa=1.0))
+    res = rlhf.sweep(build, {"beta": list(scale.betas)}, seeds=scale.exponent_seeds,
+                     steps=horizon)
+    finals.append(res.final().mean(axis=-1))               # (beta,)
+  r = _results(res)                                         # the longest run
   t = r.coords["step"]
   mean = r.cumulative.mean(axis=-2)
+  finals = np.stack(finals, axis=-1)                        # (beta, horizon)
   lines = ["## Regret exponents: Algorithm 1 with the schedule of Proposition 3", "",
            f"A random 3-action instance with uniform π_ref (Assumption 1 with κ = 1), r_max = "
-           f"{r_max:g}, α_t of Proposition 3 for horizon T = {T}, {scale.exponent_seeds} seeds. "
-           "The slope is the least-squares fit of log R(t) on log t over √T ≤ t ≤ T within the "
-           "run (as `rbx report` does); Proposition 3 bounds R(T) by O(T^((β+1)/(β+2))).", "",
-           "| β | R(T) mean | fitted slope | (β+1)/(β+2) |", "|---:|---:|---:|---:|"]
+           f"{r_max:g}, {scale.exponent_seeds} seeds. *Within run*: the least-squares slope of "
+           f"log R(t) on log t over √T ≤ t ≤ T in the run of horizon T = {T} (as `rbx report` "
+           "does). *Across horizons*: the slope of log R(T) on log T over separate runs with "
+           f"T ∈ {{{', '.join(map(str, horizons))}}}, each with α_t of Proposition 3 for its own "
+           "T. Proposition 3 bounds R(T) by O(T^((β+1)/(β+2))).", "",
+           "| β | " + " | ".join(f"R({h})" for h in horizons)
+           + " | slope within run | slope across horizons | (β+1)/(β+2) |",
+           "|---:|" + "---:|" * (len(horizons) + 3)]
+  within, across = [], []
   for i, beta in enumerate(scale.betas):
-    lines.append(f"| {beta:g} | {mean[i, -1]:.2f} | **{results_lib.scaling_slope(t, mean[i]):.3f}**"
-                 f" | {(beta + 1) / (beta + 2):.3f} |")
-  path = plots.scaling(r, figdir / "exponents")[0]
+    within.append(results_lib.scaling_slope(t, mean[i]))
+    across.append(float(np.polyfit(np.log(horizons), np.log(finals[i]), 1)[0]))
+    lines.append(f"| {beta:g} | " + " | ".join(f"{v:.2f}" for v in finals[i])
+                 + f" | **{within[-1]:.3f}** | **{across[-1]:.3f}** | {(beta + 1) / (beta + 2):.3f} |")
+  path = _png(plots.scaling(r, figdir / "exponents"))
   lines += ["", f"![regret against T]({figdir.link(path)})", ""]
-  return "\n".join(lines)
+  below = sum(a <= (b + 1) / (b + 2) for a, b in zip(across, scale.betas))
+  summary = (f"Regret exponents (Proposition 3): slopes across horizons {min(across):.2f}–"
+             f"{max(across):.2f} and within run {min(within):.2f}–{max(within):.2f}, against "
+             f"(β+1)/(β+2) = {(min(scale.betas) + 1) / (min(scale.betas) + 2):.2f}–"
+             f"{(max(scale.betas) + 1) / (max(scale.betas) + 2):.2f}; at or below the bound's "
+             f"rate for {below} of {len(scale.betas)} β.")
+  return "\n".join(lines), summary
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,10 +284,13 @@ def exponents(scale: Scale, figdir: Figures) -> str:
 
 
 def tables(scale: Scale, data_dir: str | None, figdir: Figures) -> tuple[str, str]:
-  """The Tables 1-2 protocol and section 6's variants via benchmarks/table1.py; (text, argv)."""
+  """The Tables 1-2 protocol and section 6's variants via benchmarks/table1.py."""
   argv = list(scale.table_argv) + ([] if data_dir is None else ["--data-dir", data_dir])
   args = table1.parse(argv)
-  text, results = table1.table(args)
+  tables_text, results = table1.table(args)
+  text = ("## NeuralRBMLE: the Tables 1–2 protocol, likelihoods, α(t) ablation\n\n"
+          f"`benchmarks/table1.py {' '.join(argv)}` (its functions, in this run).\n\n"
+          + tables_text)
   fig = Figure(figsize=(7, 4))
   ax = fig.subplots()
   width = 0.8 / len(args.datasets)
@@ -266,14 +304,21 @@ def tables(scale: Scale, data_dir: str | None, figdir: Figures) -> tuple[str, st
   ax.legend(fontsize="small")
   path = _save(fig, figdir, "table1.png")
   text += f"\n![final regret per algorithm]({path})\n\n" + table1.variants(args)
-  return text, " ".join(argv)
+  ranks = []
+  for ds in args.datasets:
+    order = sorted(args.algorithms, key=lambda n: results[ds, n]["mean"])
+    ranks.append(f"{ds} {order.index('rbmle_ga') + 1}/{len(order)}"
+                 if "rbmle_ga" in order else ds)
+  summary = ("Tables 1–2 (reduced): NeuralRBMLE-GA's rank by mean final regret — "
+             + ", ".join(ranks) + " (the paper: first on five of six data sets).")
+  return text, summary
 
 
-def timing(scale: Scale) -> str:
+def timing(scale: Scale) -> tuple[str, str]:
   """Table 3: seconds per step at the paper's Covertype size (d'K = 378, m = 100, L = 2)."""
   if neural_step_time is None:
     return ("## Table 3: time per step\n\nSkipped: `benchmarks/neural_step_time.py` needs "
-            "torch (`pip install '.[bench]'`).\n")
+            "torch (`pip install '.[bench]'`).\n", "Table 3: skipped (no torch).")
   args = types.SimpleNamespace(width=100, train_steps=100, dim=54, arms=7, data=5000,
                                torch_steps=scale.timing_steps)
   X, y = neural_step_time.covertype_like(args.data, args.dim, args.arms)
@@ -294,6 +339,7 @@ def timing(scale: Scale) -> str:
            "| algorithm | t | rbx s/step | PyTorch reference s/step | paper's t_step s (own GPU) |",
            "|---|---:|---:|---:|---:|"]
   capacity = max(scale.timing_history) + scale.timing_steps
+  seconds = {}
   for name, label in names.items():
     agent = neural_step_time.make_agent(name, args)
     for t in scale.timing_history:
@@ -303,9 +349,15 @@ def timing(scale: Scale) -> str:
         ref = f"{neural_step_time.time_torch(name, args, t):.3f}"
       except subprocess.CalledProcessError:          # the reference has no such agent
         ref = "—"
+      seconds[name, t] = sec
       lines.append(f"| {label} | {t} | {sec:.3f} | {ref} | {paper[name]} |")
   lines.append("")
-  return "\n".join(lines)
+  t0 = scale.timing_history[0]
+  summary = (f"Table 3 (t = {t0}): NeuralRBMLE-GA {seconds['rbmle_ga', t0]:.2f} s/step vs "
+             f"NeuralUCB with exact Z⁻¹ {seconds['neural_ucb_exact', t0]:.2f} s/step "
+             f"({seconds['neural_ucb_exact', t0] / seconds['rbmle_ga', t0]:.1f}×; the paper: "
+             "1.67 vs 9.90 s, 5.9×).")
+  return "\n".join(lines), summary
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,27 +414,23 @@ def main(argv=None) -> None:
   figdir = Figures(Path(args.figures), os.path.relpath(args.figures, out.resolve().parent))
   figdir.path.mkdir(parents=True, exist_ok=True)
   begin = time.perf_counter()
-  sections, took = [], {}
+  sections, findings, took = [], [], {}
 
   def part(name, fn, *a):
     start = time.perf_counter()
     print(f"[reproduce] {name} ...", file=sys.stderr, flush=True)
-    sections.append(fn(*a))
+    text, summary = fn(*a)
+    sections.append(text)
+    findings.append(summary)
     took[name] = time.perf_counter() - start
     print(f"[reproduce] {name}: {took[name]:.0f} s", file=sys.stderr, flush=True)
 
-  table_argv = "(skipped)"
   if "rlhf" not in args.skip:
     part("propositions", propositions, scale, figdir)
     part("comparison", comparison, scale, figdir)
     part("exponents", exponents, scale, figdir)
   if "tables" not in args.skip:
-    start = time.perf_counter()
-    print("[reproduce] tables ...", file=sys.stderr, flush=True)
-    text, table_argv = tables(scale, args.data_dir, figdir)
-    sections.append("## NeuralRBMLE: the Tables 1–2 protocol, likelihoods, α(t) ablation\n\n"
-                    f"`benchmarks/table1.py {table_argv}` (its functions, in this run).\n\n" + text)
-    took["tables"] = time.perf_counter() - start
+    part("tables", tables, scale, args.data_dir, figdir)
   if "timing" not in args.skip:
     part("timing", timing, scale)
   wall = time.perf_counter() - begin
@@ -397,8 +445,8 @@ def main(argv=None) -> None:
       "measured in this run; the figures are under "
       f"`{figdir.prefix}/`.", "",
       "Papers: `online-rlhf-exploration.txt` (RLHF) and `neural-rbmle.txt` (NeuralRBMLE), in "
-      "`../shared/papers/`.", "",
-  ]
+      "`../shared/papers/`.", "", "## Findings", "",
+  ] + [f"* {f}" for f in findings] + [""]
   out.write_text("\n".join(head + sections + [differences(scale)]))
   print(f"[reproduce] wrote {out} in {wall / 60:.1f} min", file=sys.stderr)
 
@@ -417,6 +465,13 @@ def _wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
   centre = (p + z * z / (2 * n)) / (1 + z * z / n)
   half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
   return centre - half, centre + half
+
+
+def _png(paths: list[Path]) -> Path:
+  """The PNG of a `rbx.core.plots` figure; its other formats are removed (the report shows PNGs)."""
+  for p in paths[1:]:
+    p.unlink()
+  return paths[0]
 
 
 def _save(fig: Figure, figdir: Figures, name: str) -> str:
