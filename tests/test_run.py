@@ -125,11 +125,11 @@ def _start(cfg: Path, out: Path) -> subprocess.Popen:
                           stderr=subprocess.STDOUT)
 
 
-def _wait_for_checkpoint(proc: subprocess.Popen, out: Path, timeout=240.0):
+def _wait_for_checkpoint(proc: subprocess.Popen, out: Path, name="checkpoint.npz", timeout=240.0):
   end = time.time() + timeout
-  while not (out / "checkpoint.npz").exists():
+  while not (out / name).exists():
     assert proc.poll() is None, proc.stdout.read().decode()
-    assert time.time() < end, "no checkpoint appeared"
+    assert time.time() < end, f"no {name} appeared"
     time.sleep(0.01)
 
 
@@ -153,7 +153,9 @@ def test_ctrl_c_stops_after_a_chunk_and_bad_checkpoints_are_reported(reference, 
   cfg, ref = reference
   out = tmp_path / "stopped"
   proc = _start(cfg, out)
-  _wait_for_checkpoint(proc, out)
+  # two checkpoints saved, so there is a previous one to fall back to below (a SIGINT right
+  # after the first save could otherwise stop the run with only that one)
+  _wait_for_checkpoint(proc, out, "checkpoint.prev.npz")
   proc.send_signal(signal.SIGINT)
   log = proc.communicate(timeout=120)[0].decode()
   assert proc.returncode == 130, log
@@ -178,6 +180,7 @@ def test_ctrl_c_stops_after_a_chunk_and_bad_checkpoints_are_reported(reference, 
 
   # a corrupt newest checkpoint is reported and the previous one used
   newest = out / "checkpoint.npz"
+  assert checkpoint.load(checkpoint.previous(newest))[1]["t"] < checkpoint.load(newest)[1]["t"]
   data = bytearray(newest.read_bytes())
   data[len(data) // 2] ^= 0xFF
   newest.write_bytes(bytes(data))
