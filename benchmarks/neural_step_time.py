@@ -141,21 +141,24 @@ def nominal_peak(args):
 
 
 def regret_table(args):
-  """Regret of full-batch vs minibatch training on the shared data set (same seeds), and the
-  wall time of each run (compile included)."""
+  """Prints the regret of full-batch vs minibatch training on the shared data set (same seeds)
+  and the wall time of each run (compile included), a row as each run ends."""
   ds = data.load(args.regret_data)
   env = neural.classification(ds.features, ds.labels)
-  rows = []
+  K = env.num_arms
+  print(f"\nregret after {args.regret_steps} rounds on {os.path.basename(args.regret_data)} "
+        f"(d'={env.dim}, K={K}; m={args.width}, J={args.regret_train_steps}, "
+        f"eta={args.regret_eta}, {args.regret_seeds} seeds; uniform play: "
+        f"{args.regret_steps * (K - 1) / K:.0f} in expectation):")
   for name in args.regret_agents:
     for batch in (None, args.batch_size):
       agent = make_agent(name, args, train_steps=args.regret_train_steps, batch_size=batch,
                          eta=args.regret_eta)
       start = time.perf_counter()
-      res = neural.sweep(lambda: (env, agent), {}, seeds=args.regret_seeds, steps=args.regret_steps)
-      final = res.final()
-      rows.append((name, mode_name(batch), final.mean(), final.std(),
-                   time.perf_counter() - start))
-  return env, rows
+      final = neural.sweep(lambda: (env, agent), {}, seeds=args.regret_seeds,
+                           steps=args.regret_steps).final()
+      print(f"  {name:<12}{mode_name(batch):<8}{final.mean():9.1f} ± {final.std():<7.1f} "
+            f"({time.perf_counter() - start:.0f} s)", flush=True)
 
 
 def mode_name(batch):
@@ -226,14 +229,7 @@ def main():
                   f"{ref:>14.4g}{ref / sec:>8.1f}{rate / 1e9:>13.1f}{100 * rate / peak:>12.0f}%",
                   flush=True)
   if args.regret_agents:
-    regret_env, rows = regret_table(args)
-    K = regret_env.num_arms
-    print(f"\nregret after {args.regret_steps} rounds on {os.path.basename(args.regret_data)} "
-          f"(d'={regret_env.dim}, K={K}; m={args.width}, J={args.regret_train_steps}, "
-          f"eta={args.regret_eta}, {args.regret_seeds} seeds; uniform play: "
-          f"{args.regret_steps * (K - 1) / K:.0f} in expectation):")
-    for name, mode, mean, std, wall in rows:
-      print(f"  {name:<12}{mode:<8}{mean:9.1f} ± {std:<7.1f} ({wall:.0f} s)", flush=True)
+    regret_table(args)
 
 
 if __name__ == "__main__":
