@@ -1,5 +1,5 @@
 import os
 import sys
 
-# The tests import the float64 references in tests/reference.py.
+# The tests import helpers beside them (tests/reference.py, tests/sweep_configs.py).
 sys.path.insert(0, os.path.dirname(__file__))

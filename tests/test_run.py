@@ -18,6 +18,7 @@ from rbx import config, experiment
 from rbx.core import checkpoint, driver, loop
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid
+from sweep_configs import example1_sweep
 
 ROOT = Path(__file__).parents[1]
 
@@ -88,24 +89,7 @@ def test_resuming_from_any_snapshot_gives_the_same_records():
 
 # ------------------------------------------------------------------ a real sweep, killed
 
-CONFIG = """
-family = "rlhf"
-seeds = 4
-steps = 240
-chunk = 3
-[env]
-name = "example1"
-[agent]
-name = "algorithm1"
-alpha = 3.0
-[agent.solver]
-starts = 2
-iterations = 2
-line_search = 2
-keep = 2
-[grid]
-beta = [0.5, 1.0]
-"""
+CONFIG = example1_sweep(4, 240, 3)
 
 
 @pytest.fixture(scope="module")

@@ -11,26 +11,10 @@ import numpy as np
 import pytest
 
 from rbx.core import results as results_lib
+from sweep_configs import example1_sweep
 
 ROOT = Path(__file__).parents[1]
-CONFIG = """
-family = "rlhf"
-seeds = 6
-steps = 12
-chunk = 4
-[env]
-name = "example1"
-[agent]
-name = "algorithm1"
-alpha = 3.0
-[agent.solver]
-starts = 2
-iterations = 2
-line_search = 2
-keep = 2
-[grid]
-beta = [0.5, 1.0]
-"""
+CONFIG = example1_sweep(6, 12, 4)
 
 
 def _env(**extra):
