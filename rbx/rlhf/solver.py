@@ -167,8 +167,8 @@ def _ascent_step(r, problem, r_max, config, slope=None):
   direction of F itself.
   """
   g, lap = problem.derivatives(r)
-  g = g + (problem.slope(r) if slope is None else slope)
   pi = objectives.optimal_policy(r, problem.pi_ref, problem.beta)
+  g = g + (problem.alpha * (pi - problem.pi_cal) if slope is None else slope)   # ∇F or ∇M
   curv_j = problem.alpha / problem.beta * (jnp.diag(pi) - jnp.outer(pi, pi))   # ∇²(α J*)
 
   tol = 1e-6 * r_max
