@@ -12,8 +12,8 @@ D, B, M = 5, 3, 8          # features d', blocks K, width m
 
 
 def _dense_f(params, x_dense):
-  """(2) with a dense first layer W_1 ∈ R^(m × d'K), the blocks side by side."""
-  W1 = jnp.transpose(params.W1, (1, 0, 2)).reshape(params.W1.shape[1], -1)
+  """(2) with a dense first layer W_1ᵀ ∈ R^(d'K × m), the blocks stacked."""
+  W1 = params.W1.reshape(-1, params.W1.shape[-1])
   return network.apply_block(params._replace(W1=W1), x_dense)
 
 
@@ -67,9 +67,9 @@ def test_block_first_layer_equals_dense_product_on_disjoint_vector():
   np.testing.assert_allclose(network.predict_each(theta, x, blocks),
                              jax.vmap(_dense_f, (None, 0))(theta, dense_x), rtol=1e-5, atol=1e-6)
   _, g = network.arm_grads(theta, x, blocks)
-  W1 = jnp.transpose(theta.W1, (1, 0, 2)).reshape(M, B * D)
+  W1 = theta.W1.reshape(B * D, M)
   dense_grad = jax.vmap(jax.grad(network.apply_block), (None, 0))(theta._replace(W1=W1), dense_x)
-  as_blocks = dense_grad.W1.reshape(B, M, B, D).transpose(0, 2, 1, 3)   # (arm, block, m, d)
+  as_blocks = dense_grad.W1.reshape(B, B, D, M)                        # (arm, block, d, m)
   full = jax.vmap(lambda v: ravel_pytree(theta)[1](v).W1)(network.to_dense(theta, g, blocks))
   np.testing.assert_allclose(full, as_blocks, rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(g.w, dense_grad.w, rtol=1e-5, atol=1e-6)

@@ -284,7 +284,7 @@ def _history(theta, buf, lik, grad):
 
   def body(i, acc):
     x, r, mask, block = buffer_lib.chunk(buf, i)
-    tiles_theta = theta._replace(W1=theta.W1[block])                        # (C, m, d)
+    tiles_theta = theta._replace(W1=theta.W1[block])                        # (C, d, m)
     if not grad:
       return acc + ell(tiles_theta, x, r, mask)
     value, g = jax.value_and_grad(ell)(tiles_theta, x, r, mask)

@@ -2,7 +2,7 @@
 
 Observations (x_s, block b_s, r_s) are stored in tiles of S rows, every tile holding one
 block only, so a forward pass over the history is a batched product of each tile's block
-weights (m, d) with its (S, d) rows (`network.predict_blocks`): the work is that of the n
+weights (d, m) with its (S, d) rows (`network.predict_blocks`): the work is that of the n
 observed rows (plus at most one part-filled tile per block), not K times more as with dense
 disjoint vectors. Tiles are handed out in order, so the history occupies the first
 `tiles_used` of them: full-batch passes run over that prefix only, `chunk_tiles` tiles at a
@@ -12,7 +12,7 @@ Minibatches are stratified by block (`strata`, `sample`): each of the B blocks c
 the same number of rows, drawn from that block's stored rows with probability proportional to
 their `mask` weight, and block b's rows stand for its total weight W_b. Only block b's rows
 reach W1[b], so every block's first-layer gradient sees the same number of rows however
-rarely its arm is played, and the first layer stays a batched (m, d) @ (d, rows) product
+rarely its arm is played, and the first layer stays a batched (rows, d) @ (d, m) product
 with no per-row gather of weights.
 
 Capacity: `capacity` observations; the tile count ⌈capacity / tile⌉ + B, rounded up to a

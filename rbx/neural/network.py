@@ -2,18 +2,20 @@
 
     f(x; θ) = √m · W_L σ(W_{L−1} σ(… σ(W_1 x))),   σ = ReLU, depth L ≥ 2, width m.
 
-The first layer is block-structured: `W1` has shape (B, m, d) and an input is a pair
-(x ∈ R^d, block b). For the disjoint encoding of Appendix F (B = K arms, d = d'), the pair
-(x, b) stands for the d'K-vector with x in block b, and W1[b] @ x equals the dense product
-W_1 x on that vector, so the d'K-vector is never built. Independent contexts use B = 1.
+Weights are stored input-major (a layer maps a row h to h @ W), the layout in which XLA:CPU
+runs the batched small products of training fastest. The first layer is block-structured:
+`W1` has shape (B, d, m) and an input is a pair (x ∈ R^d, block b). For the disjoint encoding
+of Appendix F (B = K arms, d = d'), the pair (x, b) stands for the d'K-vector with x in
+block b, and x @ W1[b] equals the dense product W_1 x on that vector (the dense W_1ᵀ is
+`W1.reshape(B·d, m)`), so the d'K-vector is never built. Independent contexts use B = 1.
 
 θ_0 duplicates every hidden unit (W_1 = (W; W), W_l = diag(W, W), W_L = (w, −w)), so the two
 halves of each layer are equal and f(x; θ_0) = 0 for every input; the width m must be even.
 
 The parameter vector θ ∈ R^p of the paper is `ravel_pytree(params)`, with
-p = B·m·d + (L − 2)·m² + m. Per-arm gradients are kept compact: arm a's gradient is zero
+p = B·d·m + (L − 2)·m² + m. Per-arm gradients are kept compact: arm a's gradient is zero
 outside W1[b_a] and the shared layers, so `arm_grads` returns a `Params` whose `W1` leaf is
-the (K, m, d) stack of each arm's own block; `to_dense`/`from_dense` convert to R^p.
+the (K, d, m) stack of each arm's own block; `to_dense`/`from_dense` convert to R^p.
 """
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ class Params(NamedTuple):
   """θ as a pytree.
 
   Attributes:
-    W1: first-layer blocks, (B, m, d); an arm-compact gradient has (m, d) here instead.
-    hidden: the L − 2 square layers W_2 … W_{L−1}, each (m, m).
+    W1: first-layer blocks, (B, d, m); an arm-compact gradient has (d, m) here instead.
+    hidden: the L − 2 square layers W_2 … W_{L−1}, each (m, m), applied as h @ W.
     w: the output layer W_L, (m,).
   """
   W1: chex.Array
@@ -47,10 +49,10 @@ def init(key: chex.PRNGKey, dim: int, width: int, depth: int = 2, num_blocks: in
   _checks.positive_int("num_blocks", num_blocks)
   half, std = width // 2, jnp.sqrt(2.0 / width)
   k1, k2, *ks = jax.random.split(key, depth)
-  W = std * jax.random.normal(k1, (num_blocks, half, dim))
+  W = std * jax.random.normal(k1, (num_blocks, dim, half))
   hidden = tuple(_block_diag(std * jax.random.normal(k, (half, half))) for k in ks)
   w = jax.random.normal(k2, (half,)) / jnp.sqrt(width)
-  return Params(jnp.concatenate([W, W], axis=1), hidden, jnp.concatenate([w, -w]))
+  return Params(jnp.concatenate([W, W], axis=2), hidden, jnp.concatenate([w, -w]))
 
 
 def check_architecture(width: int, depth: int) -> None:
@@ -64,11 +66,11 @@ def check_architecture(width: int, depth: int) -> None:
 
 
 def apply_block(block_params: Params, x: chex.Array) -> chex.Array:
-  """f(x; θ) of (2) given the arm's first-layer block `block_params.W1` (m, d); x (d,) -> ()."""
-  h = jax.nn.relu(block_params.W1 @ x)
+  """f(x; θ) of (2) given the arm's first-layer block `block_params.W1` (d, m); x (d,) -> ()."""
+  h = jax.nn.relu(x @ block_params.W1)
   for W in block_params.hidden:
-    h = jax.nn.relu(W @ h)
-  return jnp.sqrt(block_params.w.shape[0]) * (block_params.w @ h)
+    h = jax.nn.relu(h @ W)
+  return jnp.sqrt(block_params.w.shape[0]) * (h @ block_params.w)
 
 
 def block_of(params: Params, block) -> Params:
@@ -82,16 +84,37 @@ def apply(params: Params, x: chex.Array, block) -> chex.Array:
 
 
 def predict_blocks(params: Params, x: chex.Array) -> chex.Array:
-  """f over G batches of rows, batch i through first-layer block i: `params.W1` (G, m, d)
-  (e.g. `W1[blocks]` for tiles of the given blocks), x (G, n, d) -> (G, n).
-
-  The first layer is a batched (m, d) @ (d, n) product, as the history buffer's tiles are
-  laid out; the output layer is a weighted sum over units, not a matrix–vector product.
-  """
-  h = jax.nn.relu(jnp.einsum("gmd,gnd->gmn", params.W1, x))
+  """f over G batches of rows, batch i through first-layer block i: `params.W1` (G, d, m)
+  (e.g. `W1[blocks]` for tiles of the given blocks), x (G, n, d) -> (G, n)."""
+  h = jax.nn.relu(first_layer(params.W1, x))
   for W in params.hidden:
-    h = jax.nn.relu(jnp.einsum("km,gmn->gkn", W, h))
-  return jnp.sqrt(params.w.shape[0]) * jnp.sum(params.w[:, None] * h, axis=1)
+    h = jax.nn.relu(h @ W)
+  return jnp.sqrt(params.w.shape[0]) * (h @ params.w)
+
+
+@jax.custom_vjp
+def first_layer(W1: chex.Array, x: chex.Array) -> chex.Array:
+  """The batched first-layer product x @ W1 per batch: W1 (G, d, m), x (G, n, d) -> (G, n, m).
+
+  Its VJP is the usual one; it only lays xᵀ out as (G, d, n) in memory before the weight
+  gradient xᵀ @ dh (contracting n, a handful of rows). Left to itself XLA folds the transpose
+  into the product, which XLA:CPU then runs about 1.6× slower (measured at n = 10–32, d = 54,
+  m = 100: training steps 24 → 54 GFLOP/s per core with this and the input-major layout).
+  """
+  return jnp.einsum("gnd,gdm->gnm", x, W1)
+
+
+def _first_layer_fwd(W1, x):
+  return first_layer(W1, x), (W1, x)
+
+
+def _first_layer_bwd(residuals, dh):
+  W1, x = residuals
+  xT = jax.lax.optimization_barrier(jnp.swapaxes(x, -1, -2))
+  return jnp.einsum("gdn,gnm->gdm", xT, dh), jnp.einsum("gnm,gdm->gnd", dh, W1)
+
+
+first_layer.defvjp(_first_layer_fwd, _first_layer_bwd)
 
 
 def predict_each(params: Params, x: chex.Array, blocks: chex.Array) -> chex.Array:
@@ -107,7 +130,7 @@ def arm_grads(params: Params, x: chex.Array, blocks: chex.Array) -> tuple[chex.A
     x: contexts, (K, d); blocks: each arm's first-layer block, (K,) int.
   Returns:
     f of shape (K,) and a `Params` of gradients with a leading K axis, whose `W1` leaf
-    (K, m, d) is each arm's gradient with respect to its own block W1[blocks[a]].
+    (K, d, m) is each arm's gradient with respect to its own block W1[blocks[a]].
   """
   vg = jax.vmap(jax.value_and_grad(apply_block), (0, 0))
   per_arm = jax.vmap(lambda b: block_of(params, b))(blocks)
