@@ -2,12 +2,15 @@
 
 A Covertype-sized disjoint problem (d' = 54 features, K = 7 arms, m = 100, one hidden layer,
 J = 100 training steps per round), at history sizes t = 100 and t = 2000, for 1 and 32
-vmapped seeds, with full-batch training (the reference's setting) and with minibatches of
-`--batch-size` rows (stratified by block, see `rbx.neural.buffer`). For each (agent, t,
-seeds, training) the history buffer — of one capacity for every t, max(--history) + --steps,
-as in a run of that length — is pre-filled with t rounds and `--steps` rounds are timed
-(compiled ahead, so compile time is excluded). The PyTorch reference
-(`neural_torch_reference.py`, in its own process) runs full batch, one seed at a time.
+seeds in one program, with full-batch training (the reference's setting) and with
+minibatches of `--batch-size` rows (stratified by block, see `rbx.neural.buffer`). rbx runs
+the sweep driver's own program (what `neural.sweep` compiles): seeds split over the CPU
+devices, `--seed-batch` of them vmapped at a time (1, the CPU default: each seed unbatched,
+one after another). For each (agent, t, seeds, training) the history buffer — of one
+capacity for every t, max(--history) + --steps, as in a run of that length — is pre-filled
+with t rounds of random play and `--repeats` chunks of `--steps` rounds are timed (compiled
+ahead, so compile time is excluded). The PyTorch reference (`neural_torch_reference.py`, in
+its own process) runs full batch, one seed at a time.
 
 Printed: seconds per seed-step for rbx and the reference, their ratio, and the floating-point
 rate rbx reaches (an analytic count of the network's arithmetic on the rows it trains on)
@@ -15,7 +18,8 @@ against the machine's peak (a large float32 matmul measured here, and the nomina
 --peak-flops-per-cycle × cores × clock). Then the regret of full-batch and minibatch training
 on a shared data set (`--regret-data`, Satimage: the offline stand-in for Covertype).
 
-Usage: python benchmarks/neural_step_time.py [--history 100 2000] [--seeds 1 32] [--no-torch]
+Usage: python benchmarks/neural_step_time.py [--history 100 2000] [--seeds 1 32]
+       [--seed-batch 1 16] [--no-torch]
 """
 from __future__ import annotations
 
@@ -31,10 +35,12 @@ import jax
 jax.config.update("jax_num_cpu_devices", os.cpu_count())    # before any JAX work
 
 import jax.numpy as jnp  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+import numpy as np  # noqa: E402
 from neural_torch_reference import covertype_like  # noqa: E402
 
-from rbx import data, neural
+from rbx import data, neural  # noqa: E402
+from rbx.core import devices as devices_lib, driver, loop  # noqa: E402
+from rbx.core.grid import Grid  # noqa: E402
 
 SATIMAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "shared",
                         "datasets", "satimage.csv.gz")
@@ -50,50 +56,35 @@ def make_agent(name, args, **kw):
   return neural.get(base, **settings)
 
 
-def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1):
+def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, seed_batch=1):
   """Seconds per seed-step of `steps` rounds after a history of `history` rounds in a buffer
-  of `capacity` (best of `repeats` runs of the compiled program), the seed axis split over
-  `devices` CPU devices."""
+  of `capacity`, mean over `repeats` chunks of the compiled program: the sweep driver's own
+  program (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices` CPU
+  devices and vmapped `seed_batch` at a time (1: each seed's step unbatched, in sequence)."""
+  run = neural.make_run(env, agent, capacity)
 
-  def prefill(key):
-    k_env, k_agent, k_arm = jax.random.split(key, 3)
-    stream = env.reset(k_env)
-    state = agent.init(k_agent, env, capacity)
+  def prefilled(key):
+    """The run's carry after `history` rounds of uniformly random play."""
+    stream, state = run.init(key)
+    k_round, k_arm = jax.random.split(jax.random.fold_in(key, 2 ** 31))
 
     def add(i, buf):
-      rnd = env.round(stream, jax.random.fold_in(key, i), i + 1)
+      rnd = env.round(stream, jax.random.fold_in(k_round, i), i + 1)
       a = jax.random.randint(jax.random.fold_in(k_arm, i), (), 0, env.num_arms)
       return neural.buffer.add(buf, rnd.x[a], rnd.block[a], rnd.reward[a])
 
-    buf = jax.lax.fori_loop(0, history, add, state.buffer)
-    return state._replace(buffer=buf, t=state.t + history), stream
+    # the empty buffer, made to vary over shard_map's seed axis as the rows added to it do
+    # (a loop carry keeps its type): plus a zero drawn from the seed's key
+    zero = jax.random.randint(k_arm, (), 0, 1)
+    buf = jax.tree.map(lambda a: a + zero.astype(a.dtype), state.buffer)
+    buf = jax.lax.fori_loop(0, history, add, buf)
+    return stream, state._replace(buffer=buf, t=state.t + history)
 
-  def run(state, stream, key):
-    def body(s, t):
-      k_round, k_step = jax.random.split(jax.random.fold_in(key, t))
-      s, info = agent.step(k_step, s, env.round(stream, k_round, t))
-      return s, info.regret
-    return jax.lax.scan(body, state, jnp.arange(history + 1, history + steps + 1))
-
-  keys = jax.random.split(jax.random.key(0), seeds)
-  if devices > 1:
-    mesh = jax.make_mesh((devices,), ("seed",), (jax.sharding.AxisType.Auto,),
-                         devices=jax.devices()[:devices])
-    keys = jax.device_put(keys, NamedSharding(mesh, PartitionSpec("seed")))
-  batch = (lambda f: f) if seeds == 1 else jax.vmap   # one seed runs as `simulate` does
-  keys = keys[0] if seeds == 1 else keys
-  prefilled = jax.jit(batch(prefill))
-  state, stream = prefilled(keys)
-  # the state is donated and returned so that Z⁻¹ (p × p for "exact") is updated in place,
-  # not copied into a fresh buffer
-  compiled = jax.jit(batch(run), donate_argnums=0).lower(state, stream, keys).compile()
-  best = float("inf")
-  for _ in range(repeats):
-    state, stream = jax.block_until_ready(prefilled(keys))
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(state, stream, keys))
-    best = min(best, time.perf_counter() - start)
-  return best / (steps * seeds)
+  sweep = driver.Sweep(lambda hp: loop.Run(prefilled, run.step), Grid({}), np.arange(seeds),
+                       steps * repeats)
+  out = driver.run(sweep, driver.Options(chunk=steps, record="summary", seed_batch=seed_batch),
+                   mesh=devices_lib.seed_mesh(devices))
+  return out.stats["run_seconds"] / out.stats["seed_steps"]
 
 
 def time_torch(name, args, history):
@@ -171,10 +162,13 @@ def main():
   p.add_argument("--history", nargs="+", type=int, default=[100, 2000])
   p.add_argument("--seeds", nargs="+", type=int, default=[1, 32])
   p.add_argument("--devices", nargs="+", type=int, default=[jax.device_count()],
-                 help="split a multi-seed run's seeds over this many CPU devices (jax.sharding, "
-                      "one core each; 1 = plain vmap on one device); one seed runs unbatched")
-  p.add_argument("--steps", type=int, default=2, help="timed rounds per measurement")
-  p.add_argument("--repeats", type=int, default=2, help="rbx: best of this many timed runs")
+                 help="split a multi-seed run's seeds over this many CPU devices (shard_map, "
+                      "one core each)")
+  p.add_argument("--seed-batch", nargs="+", type=int, default=[1],
+                 help="seeds vmapped at once per device (the driver's seed_batch; 1: each seed "
+                      "unbatched, in sequence, the CPU default of neural.sweep)")
+  p.add_argument("--steps", type=int, default=2, help="timed rounds per chunk")
+  p.add_argument("--repeats", type=int, default=2, help="rbx: timed chunks (mean)")
   p.add_argument("--torch-steps", type=int, default=3,
                  help="reference: best of this many timed rounds, after one warm-up round")
   p.add_argument("--width", type=int, default=100)
@@ -209,7 +203,7 @@ def main():
         f"p={args.width * args.dim * args.arms + args.width}; buffer capacity {capacity}; "
         f"{os.cpu_count()} cores; peak: matmul {peak / 1e9:.0f} GFLOP/s measured, "
         f"{nominal / 1e9:.0f} GFLOP/s nominal")
-  print(f"{'agent':<18}{'t':>6}{'seeds':>6}{'dev':>4}{'training':>9}{'rbx s/seed-step':>17}"
+  print(f"{'agent':<18}{'t':>6}{'seeds':>6}{'dev':>4}{'vmap':>5}{'training':>9}{'rbx s/seed-step':>17}"
         f"{'torch s/step':>14}{'ratio':>8}{'rbx GFLOP/s':>13}{'% of matmul':>13}")
   torch_cache = {}
   for name in args.agents:
@@ -223,11 +217,12 @@ def main():
         for batch in batches:
           agent = make_agent(name, args, batch_size=batch)
           for dev in [1] if seeds == 1 else [d for d in args.devices if seeds % d == 0]:
-            sec = time_rbx(env, agent, t, capacity, seeds, args.steps, args.repeats, dev)
-            rate = flops_per_seed_step(name, args, t + args.steps / 2, batch) / sec
-            print(f"{name:<18}{t:>6}{seeds:>6}{dev:>4}{mode_name(batch):>9}{sec:>17.4g}"
-                  f"{ref:>14.4g}{ref / sec:>8.1f}{rate / 1e9:>13.1f}{100 * rate / peak:>12.0f}%",
-                  flush=True)
+            for vmap in sorted({min(b, seeds // dev) for b in args.seed_batch}):
+              sec = time_rbx(env, agent, t, capacity, seeds, args.steps, args.repeats, dev, vmap)
+              rate = flops_per_seed_step(name, args, t + args.steps / 2, batch) / sec
+              print(f"{name:<18}{t:>6}{seeds:>6}{dev:>4}{vmap:>5}{mode_name(batch):>9}{sec:>17.4g}"
+                    f"{ref:>14.4g}{ref / sec:>8.1f}{rate / 1e9:>13.1f}"
+                    f"{100 * rate / peak:>12.0f}%", flush=True)
   if args.regret_agents:
     regret_table(args)
 

@@ -10,7 +10,8 @@ steps = 500                  # T
 chunk = 100                  # steps per jitted chunk (checkpoint, progress); default min(T, 1000)
 record = "steps"             # "steps", "log" (R(t) at log_points log-spaced t) or "summary" (R(T))
 log_points = 50
-seed_batch = 64              # seeds vmapped at once per device
+seed_batch = 64              # seeds vmapped at once per device (default rlhf 64; neural 1 on
+                             # a CPU, 64 on an accelerator: rbx.neural.default_seed_batch)
 seed_block = 4096            # seeds held in memory at once (default: all)
 devices = 8                  # local devices to shard the seeds over (default: all)
 out = "runs/example1"        # the run directory (default runs/<config name>)
@@ -83,6 +84,7 @@ class Family(NamedTuple):
   schedules: dict[str, dict[str, str]]
   tables: dict[str, dict[str, str]]
   build: Callable[["Config", dict[str, Any]], loop.Run]
+  seed_batch: Callable[[], int]          # the default seed_batch
 
 
 class Config(NamedTuple):
@@ -240,7 +242,8 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   seed_block = run.get("seed_block")
   config = Config(family=fam_name, title=run.get("title", ""), env=env_name, fixed=fixed, grid=grid,
                   tables=tables, seeds=_seeds(seeds), steps=steps, chunk=chunk, record=record,
-                  log_points=run.get("log_points", 50), seed_batch=run.get("seed_batch", 64),
+                  log_points=run.get("log_points", 50),
+                  seed_batch=run.get("seed_batch", family.seed_batch()),
                   seed_block=seed_block, devices=run.get("devices"),
                   out=out or run.get("out", default_out), text=text)
   _check_points(config, where)
@@ -430,10 +433,10 @@ FAMILIES: dict[str, Family] = {
                    "appendix_e": {"mu": REAL, "scale": REAL}},
         tables={"solver": {k: INT if isinstance(v, int) else REAL
                            for k, v in rlhf.SolverConfig._field_defaults.items()}},
-        build=_rlhf_build),
+        build=_rlhf_build, seed_batch=lambda: 64),
     "neural": Family(
         envs={"synthetic": {"reward": STR, "dim": INT, "num_arms": INT, "noise": REAL, "seed": INT},
               "classification": {"dataset": STR, "data_dir": STR, "label": STR, "num_arms": INT}},
         agents={name: _agent_parameters(make) for name, make in neural.AGENTS.items()},
-        schedules={}, tables={}, build=_neural_build),
+        schedules={}, tables={}, build=_neural_build, seed_batch=neural.default_seed_batch),
 }

@@ -54,7 +54,8 @@ class Options(NamedTuple):
     chunk: steps per jitted chunk (None: all T in one chunk).
     record: "steps", "log" or "summary" (see `rbx.core.record`).
     log_points: the number of log-spaced steps kept by record = "log".
-    seed_batch: seeds vmapped at once per device; more run in sequence in the same program.
+    seed_batch: seeds vmapped at once per device; more run in sequence in the same program
+      (1: each seed's step runs unbatched, one seed after another).
     seed_block: seeds whose state is held at once (None: all); blocks run one after another.
   """
   chunk: int | None = None
@@ -182,14 +183,14 @@ def _functions(build, fixed, batch, mesh):
 
   def init(points, seeds):
     return jax.vmap(lambda hp: jax.lax.map(lambda s: point(hp).init(jax.random.key(s)), seeds,
-                                           batch_size=batch))(points)
+                                           batch_size=_map_batch(batch)))(points)
 
   def chunk(points, seeds, carry, t0, length):
     def one(hp, s, c):
       c, info = loop.scan(point(hp), jax.random.key(s), c, t0, length)
       return c, info.regret
     return jax.vmap(lambda hp, cs: jax.lax.map(lambda a: one(hp, *a), (seeds, cs),
-                                               batch_size=batch))(points, carry)
+                                               batch_size=_map_batch(batch)))(points, carry)
 
   if mesh is None:
     return init, chunk
@@ -201,6 +202,12 @@ def _functions(build, fixed, batch, mesh):
                          in_specs=(P(), P("seed"), sharded, P()),
                          out_specs=(sharded, sharded))(points, seeds, carry, t0)
   return init_s, chunk_s
+
+
+def _map_batch(batch: int) -> int | None:
+  """`lax.map`'s batch size: seed_batch = 1 maps the unbatched step (a vmap of one would still
+  batch every operation, loops included)."""
+  return None if batch == 1 else batch
 
 
 def _pad(seeds: np.ndarray, n: int) -> np.ndarray:

@@ -8,7 +8,7 @@ from rbx.neural.agents import (AGENTS, Agent, AgentState, StepInfo, get, neural_
 from rbx.neural.baselines import bootstrapped_nn, deep_fpl, lin_rbmle, lin_ucb
 from rbx.neural.env import ClassificationEnv, Round, SyntheticEnv, classification, synthetic
 from rbx.neural.network import Params
-from rbx.neural.simulate import make_run, rollout, simulate, sweep
+from rbx.neural.simulate import default_seed_batch, make_run, rollout, simulate, sweep
 
 AGENTS.update(baselines.BASELINES)      # `get(name)` and sweeps by name reach the baselines too
 
@@ -18,5 +18,5 @@ __all__ = [
     "AGENTS", "Agent", "AgentState", "StepInfo", "get", "neural_ts", "neural_ucb", "rbmle_ga",
     "rbmle_pc", "regularised_log_likelihood",
     "ClassificationEnv", "Round", "SyntheticEnv", "classification", "synthetic",
-    "Params", "make_run", "rollout", "simulate", "sweep",
+    "Params", "default_seed_batch", "make_run", "rollout", "simulate", "sweep",
 ]
