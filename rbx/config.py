@@ -395,6 +395,7 @@ def _take(point: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
 
 _TRAINING = {"width": INT, "depth": INT, "train_steps": INT, "batch_size": INT, "restart": BOOL,
              "optimizer": STR}
+_STATIC_INTS = {"arm_batch"}            # int parameters whose default is None
 
 
 def _agent_parameters(make) -> dict[str, str]:
@@ -406,7 +407,7 @@ def _agent_parameters(make) -> dict[str, str]:
       kinds.update(_TRAINING)
     elif isinstance(p.default, bool):
       kinds[name] = BOOL
-    elif isinstance(p.default, int):
+    elif isinstance(p.default, int) or name in _STATIC_INTS:
       kinds[name] = INT
     elif isinstance(p.default, str):
       kinds[name] = STR

@@ -142,6 +142,24 @@ def test_one_seed_alone_equals_the_same_seed_in_a_traced_sweep():
                              atol=1e-6)
 
 
+def test_ga_arm_batches_solve_the_same_arm_problems():
+  """The K = 4 arm problems one after another, in vmapped batches of 3 (and a remainder of 1)
+  and all at once: the same θ̃_{t,a} to float32 rounding, so the same arms."""
+  def run(arm_batch):
+    agent = neural.rbmle_ga(nu=0.5, arm_batch=arm_batch, train_steps=3)
+    state = agent.init(jax.random.key(0), ENV, 16)
+    arms = []
+    for t in range(8):
+      state, info = jax.jit(agent.step)(jax.random.key(10 + t), state, _round(jax.random.key(t)))
+      arms.append(int(info.arm))
+    return arms, jax.flatten_util.ravel_pytree(state.theta)[0]
+  arms, theta = run(1)
+  for batch in (3, 4):
+    other_arms, other_theta = run(batch)
+    assert other_arms == arms
+    np.testing.assert_allclose(other_theta, theta, rtol=1e-5, atol=1e-6)
+
+
 def _toy_data():
   rng = np.random.default_rng(0)
   X = rng.normal(size=(200, 6))
@@ -156,6 +174,7 @@ def _toy_data():
     ("rbmle_ga", dict(width=31), "width"), ("neural_ucb", dict(depth=1), "depth"),
     ("neural_ts", dict(train_steps=0), "train_steps"), ("rbmle_pc", dict(batch_size=0), "batch_size"),
     ("rbmle_ga", dict(optimizer="lbfgs"), "optimizer"), ("rbmle_pc", dict(n=-0.5), "n"),
+    ("rbmle_ga", dict(arm_batch=0), "arm_batch"),
     ("neural_ucbb", dict(), "agent"),
 ])
 def test_bad_agent_settings_raise(name, kw, field):

@@ -8,7 +8,7 @@ history buffer, and J steps of an optax optimiser per round. They differ in the 
 agent          index of arm a at round t (α(t) = ν t^n, g_a = g(x_{t,a}; θ̂), Z = Z_{t−1})
 =============  ==========================================================================
 `rbmle_ga`     ℓ_λ(F_t; θ̃_a) + α(t) ζ f(x_{t,a}; θ̃_a), θ̃_a from J ascent steps on (12)
-               — Algorithm 1; the K arm problems are solved together (vmapped).
+               — Algorithm 1; the K arm problems run in one program (`arm_batch`).
 `rbmle_pc`     f(x_{t,a}; θ̂ + (α(t)/m) Z⁻¹ g_a) — (15) and Algorithm 2.
 `neural_ucb`   f(x_{t,a}; θ̂) + ν √(g_aᵀ Z⁻¹ g_a / m) (Zhou et al. 2020, γ_t = ν).
 `neural_ts`    a draw of N(f(x_{t,a}; θ̂), ν² λ g_aᵀ Z⁻¹ g_a / m) (Zhang et al. 2021).
@@ -110,7 +110,7 @@ OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 
 
 def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gaussian",
-             **training) -> Agent:
+             arm_batch: int | None = None, **training) -> Agent:
   """NeuralRBMLE-GA (Algorithm 1) with α(t) = ν t^n and the surrogate `likelihood` of (9).
 
   Args:
@@ -118,11 +118,19 @@ def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gau
     lam, eta: λ of (10) and the step size η; traced.
     zeta: the index's weight ζ on the bias term (Algorithm 1, line 8); traced.
     likelihood: "gaussian", "bernoulli" or "mixture" (section 6).
+    arm_batch: the K arm problems (training and the index's ℓ_λ) run in vmapped batches of
+      this many, the batches in sequence (`lax.map`'s batch size); 1 runs the arms one after
+      another. None (default): 1 for full-batch training on a CPU — measured 1.4× faster
+      there (one seed, t = 100 and 2,000, m = 100, J = 100), as XLA:CPU runs the vmapped
+      gathers of each chunk's blocks slowly — else all K at once.
     **training: `width`, `depth`, `train_steps`, `batch_size`, `restart`, `optimizer`.
   """
   lik = likelihoods.get(likelihood)
   cfg = _training(**training)
   _checks.positive("zeta", zeta, strict=False)
+  if arm_batch is not None:
+    _checks.positive_int("arm_batch", arm_batch)
+  sequential = cfg.batch_size is None and jax.default_backend() == "cpu"
   alpha, opt = _schedule(nu, n), _optimizer(lam, eta, cfg)
 
   def init(key, env, capacity):
@@ -138,14 +146,19 @@ def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gau
       thetas = jax.tree.map(lambda p, q: jnp.broadcast_to(q, p.shape), thetas, state.theta0)
       opt_state = jax.vmap(opt.init)(thetas)
 
-    def fit_arm(theta, os, x, b):
+    def fit_arm(args):
+      theta, os, x, b = args
       bias = lambda th: a_t * network.apply(th, x, b)
       return _fit(theta, os, state.theta0, state.buffer, key, lik, lam, opt, cfg, bias)
 
-    thetas, opt_state = jax.vmap(fit_arm)(thetas, opt_state, rnd.x, rnd.block)
-    ell = jax.vmap(lambda th: regularised_log_likelihood(th, state.theta0, state.buffer, lik, lam))
+    K = rnd.x.shape[0]
+    batch = (1 if sequential else K) if arm_batch is None else min(arm_batch, K)
+    over_arms = lambda f, xs: jax.lax.map(f, xs, batch_size=None if batch == 1 else batch)
+    thetas, opt_state = over_arms(fit_arm, (thetas, opt_state, rnd.x, rnd.block))
+    ell = over_arms(lambda th: regularised_log_likelihood(th, state.theta0, state.buffer, lik, lam),
+                    thetas)
     f = jax.vmap(network.apply)(thetas, rnd.x, rnd.block)
-    index = ell(thetas) + a_t * zeta * f
+    index = ell + a_t * zeta * f
     return _finish(state._replace(theta=thetas, opt_state=opt_state), rnd, jnp.argmax(index))
 
   return Agent("rbmle_ga", init, step)
