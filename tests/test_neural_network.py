@@ -75,6 +75,16 @@ def test_block_first_layer_equals_dense_product_on_disjoint_vector():
   np.testing.assert_allclose(g.w, dense_grad.w, rtol=1e-5, atol=1e-6)
 
 
+def test_first_layer_vjp_is_the_einsum_vjp():
+  W = jax.random.normal(jax.random.key(8), (B, D, M))
+  x = jax.random.normal(jax.random.key(9), (B, 4, D))
+  loss = lambda mul: lambda W, x: jnp.sum(jnp.sin(mul(W, x)))
+  plain = jax.grad(loss(lambda W, x: jnp.einsum("gnd,gdm->gnm", x, W)), (0, 1))(W, x)
+  ours = jax.grad(loss(network.first_layer), (0, 1))(W, x)
+  for a, b in zip(ours, plain):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_dense_round_trip():
   theta = network.init(jax.random.key(7), D, M, 3, B)
   blocks = jnp.array([1, 1, 0, 2])
