@@ -53,6 +53,8 @@ def make_agent(name, args, **kw):
   settings = dict(width=args.width, train_steps=args.train_steps, eta=1e-3, lam=1e-3, nu=0.1) | kw
   if name.endswith("_exact"):
     settings["precision"] = "exact"
+  if base == "rbmle_ga" and args.arm_batch is not None:
+    settings["arm_batch"] = args.arm_batch
   return neural.get(base, **settings)
 
 
@@ -167,6 +169,8 @@ def main():
   p.add_argument("--seed-batch", nargs="+", type=int, default=[1],
                  help="seeds vmapped at once per device (the driver's seed_batch; 1: each seed "
                       "unbatched, in sequence, the CPU default of neural.sweep)")
+  p.add_argument("--arm-batch", type=int, default=None,
+                 help="GA's arm_batch (default: the agent's, 1 for full batch on a CPU)")
   p.add_argument("--steps", type=int, default=2, help="timed rounds per chunk")
   p.add_argument("--repeats", type=int, default=2, help="rbx: timed chunks (mean)")
   p.add_argument("--torch-steps", type=int, default=3,

@@ -182,15 +182,15 @@ def _functions(build, fixed, batch, mesh):
     return build({**fixed, **{k: v for k, v in hp.items() if k != _NO_FIELD}})
 
   def init(points, seeds):
-    return jax.vmap(lambda hp: jax.lax.map(lambda s: point(hp).init(jax.random.key(s)), seeds,
-                                           batch_size=_map_batch(batch)))(points)
+    return jax.vmap(lambda hp: loop.batched_map(lambda s: point(hp).init(jax.random.key(s)),
+                                                seeds, batch))(points)
 
   def chunk(points, seeds, carry, t0, length):
     def one(hp, s, c):
       c, info = loop.scan(point(hp), jax.random.key(s), c, t0, length)
       return c, info.regret
-    return jax.vmap(lambda hp, cs: jax.lax.map(lambda a: one(hp, *a), (seeds, cs),
-                                               batch_size=_map_batch(batch)))(points, carry)
+    return jax.vmap(lambda hp, cs: loop.batched_map(lambda a: one(hp, *a), (seeds, cs),
+                                                    batch))(points, carry)
 
   if mesh is None:
     return init, chunk
@@ -202,12 +202,6 @@ def _functions(build, fixed, batch, mesh):
                          in_specs=(P(), P("seed"), sharded, P()),
                          out_specs=(sharded, sharded))(points, seeds, carry, t0)
   return init_s, chunk_s
-
-
-def _map_batch(batch: int) -> int | None:
-  """`lax.map`'s batch size: seed_batch = 1 maps the unbatched step (a vmap of one would still
-  batch every operation, loops included)."""
-  return None if batch == 1 else batch
 
 
 def _pad(seeds: np.ndarray, n: int) -> np.ndarray:

@@ -37,3 +37,9 @@ def scan(run: Run, key: chex.PRNGKey, carry, t0, length: int):
 def rollout(run: Run, key: chex.PRNGKey, steps: int):
   """The whole run t = 1..steps from `init(key)`; returns the per-step info, fields (steps,)."""
   return scan(run, key, run.init(key), 1, steps)[1]
+
+
+def batched_map(f: Callable, xs, batch: int):
+  """`lax.map(f, xs)` in vmapped batches of `batch` along the leading axis; batch = 1 maps the
+  unbatched f (a vmap of one would still batch every operation, loops included)."""
+  return jax.lax.map(f, xs, batch_size=None if batch == 1 else batch)

@@ -51,6 +51,7 @@ import jax.numpy as jnp
 import optax
 
 from rbx import _checks, schedules
+from rbx.core import loop
 from rbx.neural import buffer as buffer_lib
 from rbx.neural import likelihoods, network
 from rbx.neural import precision as precision_lib
@@ -153,7 +154,7 @@ def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gau
 
     K = rnd.x.shape[0]
     batch = (1 if sequential else K) if arm_batch is None else min(arm_batch, K)
-    over_arms = lambda f, xs: jax.lax.map(f, xs, batch_size=None if batch == 1 else batch)
+    over_arms = lambda f, xs: loop.batched_map(f, xs, batch)
     thetas, opt_state = over_arms(fit_arm, (thetas, opt_state, rnd.x, rnd.block))
     ell = over_arms(lambda th: regularised_log_likelihood(th, state.theta0, state.buffer, lik, lam),
                     thetas)
