@@ -32,16 +32,16 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from rbx import _checks
-from rbx.core import loop
+from rbx.core import protocol
 from rbx.core.grid import Grid
 from rbx.core.progress import Progress
 from rbx.core.record import Recorder
 
 
 class Sweep(NamedTuple):
-  """What to run: `build(point) -> Run` for a grid point (numeric fields traced), the grid,
-  the seeds (int array) and the number of steps T."""
-  build: Callable[[dict[str, Any]], loop.Run]
+  """What to run: `build(point) -> Run` (`rbx.core.protocol.pair`) for a grid point (numeric
+  fields traced), the grid, the seeds (int array) and the number of steps T."""
+  build: Callable[[dict[str, Any]], protocol.Run]
   grid: Grid
   seeds: np.ndarray
   steps: int
@@ -182,15 +182,15 @@ def _functions(build, fixed, batch, mesh):
     return build({**fixed, **{k: v for k, v in hp.items() if k != _NO_FIELD}})
 
   def init(points, seeds):
-    return jax.vmap(lambda hp: loop.batched_map(lambda s: point(hp).init(jax.random.key(s)),
-                                                seeds, batch))(points)
+    return jax.vmap(lambda hp: protocol.batched_map(lambda s: point(hp).init(jax.random.key(s)),
+                                                    seeds, batch))(points)
 
   def chunk(points, seeds, carry, t0, length):
     def one(hp, s, c):
-      c, info = loop.scan(point(hp), jax.random.key(s), c, t0, length)
-      return c, info.regret
-    return jax.vmap(lambda hp, cs: loop.batched_map(lambda a: one(hp, *a), (seeds, cs),
-                                                    batch))(points, carry)
+      c, transitions = protocol.scan(point(hp), jax.random.key(s), c, t0, length)
+      return c, transitions.regret
+    return jax.vmap(lambda hp, cs: protocol.batched_map(lambda a: one(hp, *a), (seeds, cs),
+                                                        batch))(points, carry)
 
   if mesh is None:
     return init, chunk

@@ -1,4 +1,5 @@
-"""A sweep's results on disk and in memory: named axes, a loader, summaries with 95% CIs.
+"""The one result type of every sweep, in memory and on disk: named axes, `.sel`, `.final()`,
+cumulative regret, summaries with 95% CIs, save/load, and exports to pandas and xarray.
 
 A run directory holds
 
@@ -8,16 +9,19 @@ A run directory holds
                   shape (*grid, seed, step), and every axis's coordinates as `coord.<axis>`
   results.json    the axes, their coordinates and each array's axes, shape and dtype
 
-npz and JSON are readable without rbx (`numpy.load`, any JSON reader).
+npz and JSON are readable without rbx (`numpy.load`, any JSON reader). `Results.to_dataframe`
+and `Results.to_xarray` import pandas / xarray only when called (`pip install 'rbx[analysis]'`).
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import itertools
 import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -53,23 +57,41 @@ def mean_ci(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.n
   return mean, std, t_quantile_975(n - 1) * std / np.sqrt(n)
 
 
-class Results(NamedTuple):
-  """A sweep's records with named axes (*grid fields, "seed", "step").
+@dataclasses.dataclass(frozen=True)
+class Results:
+  """A sweep's regret with named axes (*grid fields, "seed", "step"), in memory or loaded.
 
   Attributes:
-    cumulative: R(t) at the recorded steps `coords["step"]`, float64 (*grid, seed, step).
-    axes: the axis names.
-    coords: axis -> its values (grid values, seeds, recorded steps t).
-    regret: the per-step regret (*grid, seed, T) when every step was recorded, else None.
+    axes: the axis names: the grid fields in order, then "seed", "step".
+    coords: axis -> its values (grid values, seeds, the recorded steps t from 1).
+    regret: the per-step regret r_t, float32 (*grid, seed, T), when every step was recorded;
+      else None.
+    recorded: R(t) at the recorded steps, float64 (*grid, seed, step), when only some steps
+      were recorded (record "log" or "summary"); else None.
+    timing: compile_seconds, run_seconds, seed_steps and seed_steps_per_second of the sweep.
+    complete: False for a sweep stopped early (the rows not run are NaN).
     config: the config as run (a dict), when loaded from a run directory.
     metadata: the run's metadata, when loaded from a run directory.
   """
-  cumulative: np.ndarray
   axes: tuple[str, ...]
   coords: dict[str, np.ndarray]
   regret: np.ndarray | None = None
+  recorded: np.ndarray | None = None
+  timing: dict[str, float] | None = None
+  complete: bool = True
   config: dict | None = None
   metadata: dict | None = None
+
+  def __post_init__(self):
+    if (self.regret is None) == (self.recorded is None):
+      raise ValueError("Results needs exactly one of regret (every step) or recorded (R(t))")
+
+  @property
+  def cumulative(self) -> np.ndarray:
+    """R(t) = Σ_{s ≤ t} r_s at the recorded steps `coords["step"]`, float64 (*grid, seed, step)."""
+    if self.regret is not None:
+      return np.cumsum(self.regret, axis=-1, dtype=np.float64)
+    return self.recorded
 
   @property
   def grid_axes(self) -> tuple[str, ...]:
@@ -77,45 +99,78 @@ class Results(NamedTuple):
     return self.axes[:-2]
 
   def final(self) -> np.ndarray:
-    """R(T) per grid point and seed, shape (*grid, seed)."""
-    return self.cumulative[..., -1]
+    """R(T) per grid point and seed, float64 (*grid, seed)."""
+    if self.regret is not None:
+      return self.regret.sum(axis=-1, dtype=np.float64)
+    return self.recorded[..., -1]
 
   def sel(self, **where) -> "Results":
-    """The sub-result at the given grid coordinates or seed, e.g. `res.sel(agent="vpo")`."""
-    cum, axes, coords = select(self.cumulative, self.axes, self.coords, where)
-    regret = None if self.regret is None else select(self.regret, self.axes, self.coords, where)[0]
-    return self._replace(cumulative=cum, axes=axes, coords=coords, regret=regret)
+    """The sub-result at the given coordinates, e.g. `res.sel(agent="vpo", beta=0.1, seed=3)`."""
+    array = self.regret if self.regret is not None else self.recorded
+    array, axes, coords = select(array, self.axes, self.coords, where)
+    field = "regret" if self.regret is not None else "recorded"
+    return dataclasses.replace(self, axes=axes, coords=coords, **{field: array})
 
   def summary(self) -> list[dict[str, Any]]:
-    """One row per grid point: its coordinates, n seeds, and R(T)'s mean, std and 95% CI."""
-    mean, std, half = (x.reshape(-1) for x in mean_ci(self.final(), axis=-1))
-    return [{**point, "n": self.final().shape[-1], "mean": float(mean[i]), "std": float(std[i]),
+    """One row per grid point: its coordinates, n seeds, and R(T)'s mean, std (ddof = 1) and
+    95% CI (Student t)."""
+    final = self.final()
+    mean, std, half = (x.reshape(-1) for x in mean_ci(final, axis=-1))
+    return [{**point, "n": final.shape[-1], "mean": float(mean[i]), "std": float(std[i]),
              "ci_low": float(mean[i] - half[i]), "ci_high": float(mean[i] + half[i])}
             for i, point in enumerate(points(self))]
 
+  def to_dataframe(self):
+    """A tidy pandas DataFrame: one row per (grid point, seed, recorded step), columns the
+    axes, "regret" (when every step was recorded) and "cumulative". Needs pandas."""
+    pd = _optional("pandas", "to_dataframe")
+    cum = self.cumulative
+    index = pd.MultiIndex.from_product([self.coords[a] for a in self.axes], names=self.axes)
+    columns = {"cumulative": cum.reshape(-1)}
+    if self.regret is not None:
+      columns = {"regret": self.regret.reshape(-1), **columns}
+    return pd.DataFrame(columns, index=index).reset_index()
 
-def from_records(grid: Grid, seeds: np.ndarray, recorder: Recorder, data: np.ndarray) -> Results:
-  """Results of a finished sweep from its recorder's layout and (gathered) `data`
-  (num_combos, G, S, R)."""
+  def to_xarray(self):
+    """An xarray Dataset with the named axes as dimensions and coordinates, variables
+    "cumulative" (and "regret" when every step was recorded), the timing as attributes.
+    Needs xarray."""
+    xr = _optional("xarray", "to_xarray")
+    coords = {a: np.asarray(self.coords[a]) for a in self.axes}
+    data = {"cumulative": (self.axes, self.cumulative)}
+    if self.regret is not None:
+      data["regret"] = (self.axes, self.regret)
+    return xr.Dataset(data, coords=coords, attrs=dict(self.timing or {}))
+
+  def save(self, directory: str | os.PathLike) -> None:
+    """Writes results.npz and results.json into `directory` (see the module docstring)."""
+    save(directory, self)
+
+
+def from_records(grid: Grid, seeds: np.ndarray, recorder: Recorder, data: np.ndarray,
+                 **extra) -> Results:
+  """Results from a recorder's layout and (gathered) `data` (num_combos, G, S, R); `extra`
+  sets timing, complete, config, metadata."""
   arranged = grid.arrange(data)
   axes = grid.fields + ("seed", "step")
   coords = {**grid.coords(), "seed": np.asarray(seeds), "step": recorder.steps}
-  if recorder.name == "regret":
-    return Results(np.cumsum(arranged, axis=-1, dtype=np.float64), axes, coords, arranged)
-  return Results(arranged, axes, coords)
+  field = "regret" if recorder.name == "regret" else "recorded"
+  return Results(axes, coords, **{field: arranged}, **extra)
 
 
-def save(directory: str | os.PathLike, results: Results, record: str) -> None:
+def save(directory: str | os.PathLike, results: Results) -> None:
   """Writes results.npz and results.json into `directory`."""
   directory = Path(directory)
+  directory.mkdir(parents=True, exist_ok=True)
   arrays = ({"regret": results.regret} if results.regret is not None
-            else {"cumulative": results.cumulative})
+            else {"cumulative": results.recorded})
   index = {
       "axes": list(results.axes),
       "coords": {a: [_plain(v) for v in results.coords[a]] for a in results.axes},
       "arrays": {k: {"axes": list(results.axes), "shape": list(v.shape), "dtype": str(v.dtype)}
                  for k, v in arrays.items()},
-      "record": record,
+      "complete": results.complete,
+      "timing": results.timing,
   }
   np.savez(directory / ARRAYS, **arrays,
            **{f"coord.{a}": np.asarray(results.coords[a]) for a in results.axes})
@@ -138,12 +193,12 @@ def load(directory: str | os.PathLike) -> Results:
   axes = tuple(index["axes"])
   coords = {a: np.asarray(index["coords"][a]) for a in axes}
   with np.load(directory / ARRAYS, allow_pickle=False) as f:
-    regret = f["regret"] if "regret" in f.files else None
-    cumulative = (np.cumsum(regret, axis=-1, dtype=np.float64) if regret is not None
-                  else f["cumulative"])
+    arrays = {"regret" if "regret" in f.files else "recorded":
+              f["regret"] if "regret" in f.files else f["cumulative"]}
   config = tomllib.loads((directory / CONFIG).read_text()) if (directory / CONFIG).is_file() else None
   metadata = read_json(directory / METADATA) if (directory / METADATA).is_file() else None
-  return Results(cumulative, axes, coords, regret, config, metadata)
+  return Results(axes, coords, **arrays, timing=index.get("timing"),
+                 complete=index.get("complete", True), config=config, metadata=metadata)
 
 
 def scaling_slope(t: np.ndarray, mean_regret: np.ndarray, t_min: float | None = None) -> float:
@@ -180,12 +235,8 @@ def points(results: Results) -> list[dict[str, Any]]:
           for index in itertools.product(*(range(len(results.coords[a])) for a in axes))]
 
 
-def paper_exponent(results: Results, point: dict[str, Any]) -> float | None:
-  """(β+1)/(β+2), the RLHF paper's regret exponent (Proposition 3, Theorem 1), for the β of
-  `point` or of the config's [env]; None when the run has no β."""
-  beta = point.get("beta")
-  if beta is None and results.config is not None:
-    beta = results.config.get("env", {}).get("beta")
-  if beta is None or (results.config or {}).get("family", "rlhf") != "rlhf":
-    return None
-  return (beta + 1) / (beta + 2)
+def _optional(module: str, method: str):
+  try:
+    return importlib.import_module(module)
+  except ImportError as e:
+    raise ImportError(f"Results.{method} needs {module}: pip install 'rbx[analysis]'") from e

@@ -1,0 +1,125 @@
+"""The one agent protocol and the one environment protocol, and the run that pairs them.
+
+An `Agent` is the learner: three pure functions over its own state, seeing only what a
+learner sees (the design is explained in `rbx.core`'s docstring):
+
+    state  = agent.init(key, spec, horizon)           # spec: what the learner is told
+    state, action = agent.act(key, state, obs)        # obs: this step's context / prompt
+    state  = agent.update(key, state, obs, action, feedback)
+
+An environment is a pytree (its arrays may be traced) with gymnax-style pure methods:
+
+    env.spec                                          # what the learner is told, a pytree
+    env_state          = env.reset(key)
+    env_state, obs     = env.observe(key, env_state)
+    feedback, regret   = env.feedback(key, env_state, obs, action)
+
+`pair(env, agent, horizon)` is one seed's run as `init(key) -> carry` and
+`step(carry, key, t) -> (carry, Transition)`. Step t (1-based) splits `fold_in(key, t)` into an
+environment key (given to both `observe` and `feedback`) and an agent key (given to both
+`act` and `update`); each side splits its own key as it needs, and neither ever sees the
+other's. The set-up key `fold_in(key, 0)` splits the same way for `reset` and `init`. So a run
+of T steps is a prefix of a run of T' > T steps, and seed s (key `jax.random.key(s)`) follows
+the same trajectory whatever seeds or grid points share its batch.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
+
+import chex
+import jax
+import jax.numpy as jnp
+
+
+class Agent(NamedTuple):
+  """A learner: `init(key, spec, horizon) -> state`, `act(key, state, obs) -> (state, action)`,
+  `update(key, state, obs, action, feedback) -> state`, all pure and traceable.
+
+  Attributes:
+    name: the agent's registered name (for messages).
+    init: the state before step 1, from the environment's `spec` and the number of steps
+      `horizon` (a static int: buffer sizes and horizon-dependent schedules).
+    act: the action at this step from the observation (for RLHF also the policy the learner
+      deploys, which the regret scores), and the state with what the choice computed that
+      `update` needs (e.g. NeuralRBMLE-GA's per-arm estimates, NeuralUCB's gradients).
+    update: the state after the feedback on `action`.
+  """
+  name: str
+  init: Callable[[chex.PRNGKey, Any, int], Any]
+  act: Callable[[chex.PRNGKey, Any, Any], Any]
+  update: Callable[[chex.PRNGKey, Any, Any, Any, Any], Any]
+
+
+class Environment(Protocol):
+  """What an environment provides (a pytree; see the module docstring)."""
+
+  @property
+  def spec(self) -> Any:
+    """What the learner is told about the problem (no ground truth)."""
+
+  def reset(self, key: chex.PRNGKey) -> Any:
+    """The seed's environment state before step 1 (e.g. its data order)."""
+
+  def observe(self, key: chex.PRNGKey, state: Any) -> tuple[Any, Any]:
+    """(state, observation) of the next step."""
+
+  def feedback(self, key: chex.PRNGKey, state: Any, obs: Any, action: Any) -> tuple[Any, chex.Array]:
+    """(the learner's feedback on `action`, this step's regret term), with the same key as
+    `observe`."""
+
+
+class Transition(NamedTuple):
+  """One step as the run saw it: the observation, the action, the feedback and the regret
+  term (a float32 scalar of the family's cumulative regret). Stacked over steps by `rollout`."""
+  obs: Any
+  action: Any
+  feedback: Any
+  regret: chex.Array
+
+
+class Run(NamedTuple):
+  """One seed's run: `init(key) -> carry`, `step(carry, key, t) -> (carry, Transition)`; pure.
+
+  The carry is (environment state, agent state).
+  """
+  init: Callable[[chex.PRNGKey], Any]
+  step: Callable[[Any, chex.PRNGKey, chex.Array], tuple[Any, Transition]]
+
+
+def pair(env: Environment, agent: Agent, horizon: int) -> Run:
+  """`agent` on `env` for `horizon` steps as a `Run` (keys as in the module docstring)."""
+  def init(key):
+    k_env, k_agent = jax.random.split(jax.random.fold_in(key, 0))
+    return env.reset(k_env), agent.init(k_agent, env.spec, horizon)
+
+  def step(carry, key, t):
+    env_state, state = carry
+    k_env, k_agent = jax.random.split(jax.random.fold_in(key, t))
+    env_state, obs = env.observe(k_env, env_state)
+    state, action = agent.act(k_agent, state, obs)
+    feedback, regret = env.feedback(k_env, env_state, obs, action)
+    state = agent.update(k_agent, state, obs, action, feedback)
+    return (env_state, state), Transition(obs, action, feedback, regret)
+
+  return Run(init, step)
+
+
+def scan(run: Run, key: chex.PRNGKey, carry, t0, length: int):
+  """Steps t0, …, t0 + length − 1 of `run` from `carry`; returns (carry, the `Transition`s
+  stacked, leading axis length)."""
+  return jax.lax.scan(lambda c, t: run.step(c, key, t), carry, t0 + jnp.arange(length))
+
+
+def rollout(env: Environment, agent: Agent, key: chex.PRNGKey, steps: int,
+            horizon: int | None = None) -> Transition:
+  """One seed's steps 1..steps as stacked `Transition`s (leading axis steps), traceable;
+  `horizon` (default `steps`) is what `agent.init` is told."""
+  run = pair(env, agent, steps if horizon is None else horizon)
+  return scan(run, key, run.init(key), 1, steps)[1]
+
+
+def batched_map(f: Callable, xs, batch: int):
+  """`lax.map(f, xs)` in vmapped batches of `batch` along the leading axis; batch = 1 maps the
+  unbatched f (a vmap of one would still batch every operation, loops included)."""
+  return jax.lax.map(f, xs, batch_size=None if batch == 1 else batch)
