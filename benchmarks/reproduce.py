@@ -59,7 +59,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import rbx  # noqa: E402
 from rbx import demo, neural, rlhf, schedules  # noqa: E402
-from rbx.core import plots  # noqa: E402
+from rbx.core import plots, report  # noqa: E402
 from rbx.core import results as results_lib  # noqa: E402
 
 PROP1_BOUND = 4 / (9 * np.e)
@@ -195,7 +195,7 @@ def comparison(scale: Scale, figdir: Figures) -> tuple[str, str]:
     failing = {"example1": "vpo", "example2": "xpo"}[name]
     versus.append(f"{name}: Algorithm 1 {mean[0]:.1f} vs {failing} "
                   f"{mean[AGENTS.index(failing)]:.1f}")
-    figures.append(_png(plots.cumulative(_results(res), figdir / f"compare_{name}")))
+    figures.append(_png(plots.cumulative(res, figdir / f"compare_{name}")))
   lines += ["", " ".join(f"![{p.stem}]({figdir.link(p)})" for p in figures), ""]
 
   beta, r_max, A, deviations = 0.5, 4.0, 4, (0.0, 1.0, 2.0)
@@ -248,7 +248,7 @@ def exponents(scale: Scale, figdir: Figures) -> tuple[str, str]:
     res = rlhf.sweep(build, {"beta": list(scale.betas)}, seeds=scale.exponent_seeds,
                      steps=horizon)
     finals.append(res.final().mean(axis=-1))               # (beta,)
-  r = _results(res)                                         # the longest run
+  r = dataclasses.replace(res, config={"family": "rlhf"})   # the longest run
   t = r.coords["step"]
   mean = r.cumulative.mean(axis=-2)
   finals = np.stack(finals, axis=-1)                        # (beta, horizon)
@@ -268,7 +268,7 @@ def exponents(scale: Scale, figdir: Figures) -> tuple[str, str]:
     across.append(float(np.polyfit(np.log(horizons), np.log(finals[i]), 1)[0]))
     lines.append(f"| {beta:g} | " + " | ".join(f"{v:.2f}" for v in finals[i])
                  + f" | **{within[-1]:.3f}** | **{across[-1]:.3f}** | {(beta + 1) / (beta + 2):.3f} |")
-  path = _png(plots.scaling(r, figdir / "exponents"))
+  path = _png(plots.scaling(r, figdir / "exponents", report.reference_exponent(r)))
   lines += ["", f"![regret against T]({figdir.link(path)})", ""]
   below = sum(a <= (b + 1) / (b + 2) for a, b in zip(across, scale.betas))
   summary = (f"Regret exponents (Proposition 3): slopes across horizons {min(across):.2f}–"
@@ -453,12 +453,6 @@ def main(argv=None) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # helpers
-
-def _results(res: rbx.SweepResult) -> results_lib.Results:
-  """An in-memory `SweepResult` as `rbx.core.results.Results`, for `rbx.core.plots`."""
-  return results_lib.Results(res.cumulative().astype(np.float64), res.axes, res.coords, res.regret,
-                             config={"family": "rlhf"})
-
 
 def _wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
   """The 95% Wilson score interval of a binomial proportion p out of n."""

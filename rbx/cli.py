@@ -105,9 +105,10 @@ def _run(args) -> int:
 
 
 def _plot(args) -> int:
-  from rbx.core import plots, results
+  from rbx.core import plots, report, results
   try:
-    figures = plots.plot_all(results.load(args.dir), f"{args.dir}/plots")
+    res = results.load(args.dir)
+    figures = plots.plot_all(res, f"{args.dir}/plots", report.reference_exponent(res))
   except (ValueError, OSError) as e:
     return _fail("plot", e)
   for paths in figures.values():

@@ -27,7 +27,7 @@ THRESHOLDS = {"example1": 0.5, "example2": 0.01}   # the suboptimality of Propos
 
 
 def run(seeds: int = SEEDS, steps: int = STEPS, alpha: float = ALPHA, echo=print) -> dict:
-  """Runs the demo; returns {example: SweepResult with axes (agent, seed, step)}."""
+  """Runs the demo; returns {example: `rbx.Results` with axes (agent, seed, step)}."""
   results = {}
   echo(f"rbx demo: {seeds} seeds x {steps} steps, constant alpha = {alpha:g}\n")
   echo(f"{'example':<10} {'agent':<11} {'cumulative regret':>22} {'still suboptimal':>18}")

@@ -28,6 +28,7 @@ import numpy as np
 import rbx
 from rbx import config as config_lib
 from rbx.core import checkpoint, devices, driver
+from rbx.core import sweep as sweep_lib
 from rbx.core import results as results_lib
 
 COMPLETE, INTERRUPTED, RUNNING = "complete", "interrupted", "running"
@@ -87,16 +88,16 @@ def resume(directory: str | os.PathLike, *, progress: bool = True,
 
 def _execute(config, directory: Path, start, progress, echo) -> str:
   mesh = devices.seed_mesh(config.devices)
-  sweep = config.sweep(devices.process_slice(config.seeds))
   path = _checkpoint_path(directory)
   meta_path = directory / results_lib.METADATA
   metadata = (results_lib.read_json(meta_path) if start is not None and meta_path.is_file()
-              else _environment(config, mesh, sweep))
+              else _environment(config, mesh))
   segment = {"started": _now()}
   metadata.setdefault("segments", []).append(segment)
   metadata["status"] = RUNNING
   _write_metadata(meta_path, metadata)
   begin = time.perf_counter()
+  compiles = []
 
   def save(snapshot: driver.Snapshot) -> None:
     arrays = {f"carry.{i}": leaf for i, leaf in enumerate(snapshot.carry or [])}
@@ -108,26 +109,24 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
         "processes": jax.process_count()})
 
   with _StopOnSignal(echo) as stop:
-    outcome = driver.run(sweep, config.options(), mesh=mesh, start=start, on_chunk=save,
-                         stop=stop, progress=progress)
-  stats = outcome.stats
+    res = sweep_lib.sweep(config.build, config.grid, config.seeds, config.steps,
+                          **config.sweep_options(), progress=progress, start=start,
+                          on_chunk=save, stop=stop, compiles=compiles)
+  stats = res.timing
   segment.update(finished=_now(), wall_seconds=time.perf_counter() - begin,
-                 compiles=[{"what": w, "seconds": s} for w, s in outcome.compiles])
+                 compiles=[{"what": w, "seconds": s} for w, s in compiles])
   metadata.update(
       finished=segment["finished"],
       wall_seconds=sum(s.get("wall_seconds", 0.0) for s in metadata["segments"]),
-      compile_seconds=stats["compile_seconds"], run_seconds=stats["run_seconds"],
-      seed_steps=stats["seed_steps"],
-      seed_steps_per_second=stats["seed_steps"] / max(stats["run_seconds"], 1e-12))
-  if not outcome.complete:
+      **{k: stats[k] for k in ("compile_seconds", "run_seconds", "seed_steps",
+                               "seed_steps_per_second")})
+  if not res.complete:
     metadata["status"] = INTERRUPTED
     _write_metadata(meta_path, metadata)
     echo(f"stopped after a chunk with everything saved; continue with `rbx run --resume {directory}`")
     return INTERRUPTED
-  data = devices.gather(outcome.recorder.data, config.seeds.size, axis=2)
   if jax.process_index() == 0:
-    res = results_lib.from_records(sweep.grid, config.seeds, outcome.recorder, data)
-    results_lib.save(directory, res, config.record)
+    res.save(directory)
   metadata["status"] = COMPLETE
   _write_metadata(meta_path, metadata)
   for p in (path, checkpoint.previous(path)):
@@ -176,7 +175,7 @@ def _num_devices(mesh) -> int:
   return 1 if mesh is None else int(mesh.devices.size)
 
 
-def _environment(config, mesh, sweep) -> dict:
+def _environment(config, mesh) -> dict:
   return {
       "title": config.title, "family": config.family, "status": RUNNING, "started": _now(),
       "versions": {"rbx": rbx.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
@@ -184,11 +183,12 @@ def _environment(config, mesh, sweep) -> dict:
       "platform": platform.platform(), "backend": jax.default_backend(),
       "devices": [str(d) for d in jax.devices()], "local_devices_used": _num_devices(mesh),
       "processes": jax.process_count(),
-      "sizes": {"grid": list(sweep.grid.shape), "grid_fields": list(sweep.grid.fields),
+      "sizes": {"grid": [len(v) for v in config.grid.values()], "grid_fields": list(config.grid),
                 "seeds": int(config.seeds.size), "steps": config.steps, "chunk": config.chunk,
                 "seed_batch": config.seed_batch, "seed_block": config.seed_block,
                 "record": config.record,
-                "state_bytes_per_seed": driver.state_bytes(sweep)},
+                "state_bytes_per_seed": sweep_lib.state_bytes(config.build, config.grid,
+                                                              config.steps, config.static())},
   }
 
 

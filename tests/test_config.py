@@ -80,11 +80,11 @@ def test_a_good_config_gives_its_grid_seeds_and_options():
   c = config.loads(make(top='seeds = [3, 5, 7]\nsteps = 40\nchunk = 16\nrecord = "log"',
                         agent="alpha = 1.0", grid='agent = ["vpo", "xpo"]\nr_max = [3.0, 4.0]'),
                    out="runs/x")
-  sweep, options = c.sweep(), c.options()
-  np.testing.assert_array_equal(sweep.seeds, [3, 5, 7])
-  assert sweep.grid.fields == ("agent", "r_max")
-  assert sweep.grid.static == ("agent",) and sweep.grid.numeric == ("r_max",)
-  assert (options.chunk, options.record, c.out, sweep.steps) == (16, "log", "runs/x", 40)
+  options = c.sweep_options()
+  np.testing.assert_array_equal(c.seeds, [3, 5, 7])
+  assert list(c.grid) == ["agent", "r_max"]
+  assert c.static() == ["agent"] and options["static"] == ["agent"]      # r_max is traced
+  assert (options["chunk"], options["record"], c.out, c.steps) == (16, "log", "runs/x", 40)
   assert c.digest() == config.loads(c.text, out="elsewhere").digest()
   assert c.digest() != config.loads(c.text.replace("steps = 40", "steps = 41")).digest()
 
@@ -92,7 +92,8 @@ def test_a_good_config_gives_its_grid_seeds_and_options():
 def test_integer_sizes_in_a_grid_are_static():
   c = config.loads('family = "neural"\nseeds = 1\nsteps = 5\n[env]\nname = "synthetic"\n'
                    '[agent]\nname = "neural_ucb"\n[grid]\nwidth = [16, 32]\nnu = [0.1, 1]')
-  assert c.sweep().grid.static == ("width",) and c.sweep().grid.numeric == ("nu",)
+  assert c.static() == ["width"]                     # nu is traced
+  assert c.param("width").static and not c.param("nu").static
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.toml")))

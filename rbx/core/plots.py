@@ -1,13 +1,14 @@
 """Plots of a sweep's results (matplotlib, no pyplot state), each saved as PNG and SVG.
 
 * `cumulative`: R(t) against t per grid point (agent, …), mean with its 95% CI band.
-* `scaling`: log–log R(t) against t with the fitted slope over t ≥ √T beside the RLHF paper's
-  exponent (β+1)/(β+2).
+* `scaling`: log–log R(t) against t with the fitted slope over t ≥ √T, beside the exponent
+  the family's paper predicts (`Family.reference_exponent`, e.g. the RLHF paper's (β+1)/(β+2)).
 * `heatmap`: mean R(T) over two grid axes, one panel per value of the other axes.
 """
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -19,13 +20,15 @@ MAX_LINES = 24
 MAX_PANELS = 6
 
 
-def plot_all(res: results_lib.Results, directory: str | Path) -> dict[str, list[Path]]:
-  """Every plot that `res` supports, into `directory`; name -> [png, svg]."""
+def plot_all(res: results_lib.Results, directory: str | Path,
+             reference: Callable[[dict], float | None] | None = None) -> dict[str, list[Path]]:
+  """Every plot that `res` supports, into `directory`; name -> [png, svg]. `reference(point)`
+  is the predicted regret exponent at a grid point, or None."""
   directory = Path(directory)
   directory.mkdir(parents=True, exist_ok=True)
   out = {"cumulative": cumulative(res, directory / "cumulative")}
   if res.coords["step"].size >= 3:
-    out["scaling"] = scaling(res, directory / "scaling")
+    out["scaling"] = scaling(res, directory / "scaling", reference)
   if len(_heatmap_axes(res)) == 2:
     out["heatmap"] = heatmap(res, directory / "heatmap")
   return out
@@ -49,8 +52,9 @@ def cumulative(res: results_lib.Results, stem: Path) -> list[Path]:
   return _save(fig, stem)
 
 
-def scaling(res: results_lib.Results, stem: Path) -> list[Path]:
-  """log R(t) against log t per grid point, with its fitted slope and (β+1)/(β+2)."""
+def scaling(res: results_lib.Results, stem: Path,
+            reference: Callable[[dict], float | None] | None = None) -> list[Path]:
+  """log R(t) against log t per grid point, with its fitted slope and `reference(point)`."""
   t = res.coords["step"]
   mean = res.cumulative.mean(axis=-2).reshape(-1, t.size)
   fig = Figure(figsize=(7, 4.5))
@@ -58,8 +62,8 @@ def scaling(res: results_lib.Results, stem: Path) -> list[Path]:
   tail = t >= np.sqrt(t.max())
   for i, point in list(enumerate(results_lib.points(res)))[:MAX_LINES]:
     slope = results_lib.scaling_slope(t, mean[i])
-    paper = results_lib.paper_exponent(res, point)
-    text = f"slope {slope:.2f}" + ("" if paper is None else f" (paper (β+1)/(β+2) = {paper:.2f})")
+    paper = None if reference is None else reference(point)
+    text = f"slope {slope:.2f}" + ("" if paper is None else f" (paper {paper:.2f})")
     pos = mean[i] > 0
     line, = ax.plot(t[pos], mean[i][pos], "o", markersize=3,
                     label=f"{_label(point)}: {text}" if point else text)

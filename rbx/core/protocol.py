@@ -4,8 +4,8 @@ An `Agent` is the learner: three pure functions over its own state, seeing only 
 learner sees (the design is explained in `rbx.core`'s docstring):
 
     state  = agent.init(key, spec, horizon)           # spec: what the learner is told
-    state, action = agent.act(key, state, obs)        # obs: this step's context / prompt
-    state  = agent.update(key, state, obs, action, feedback)
+    state, action = agent.act(key, state, obs, spec)  # obs: this step's context / prompt
+    state  = agent.update(key, state, obs, action, feedback, spec)
 
 An environment is a pytree (its arrays may be traced) with gymnax-style pure methods:
 
@@ -33,8 +33,12 @@ import jax.numpy as jnp
 
 
 class Agent(NamedTuple):
-  """A learner: `init(key, spec, horizon) -> state`, `act(key, state, obs) -> (state, action)`,
-  `update(key, state, obs, action, feedback) -> state`, all pure and traceable.
+  """A learner: `init(key, spec, horizon) -> state`,
+  `act(key, state, obs, spec) -> (state, action)` and
+  `update(key, state, obs, action, feedback, spec) -> state`, all pure and traceable.
+
+  `spec` is the environment's `spec` (what the learner is told), passed to every call as
+  gymnax passes `EnvParams`, so no agent carries a copy of it per seed.
 
   Attributes:
     name: the agent's registered name (for messages).
@@ -47,8 +51,8 @@ class Agent(NamedTuple):
   """
   name: str
   init: Callable[[chex.PRNGKey, Any, int], Any]
-  act: Callable[[chex.PRNGKey, Any, Any], Any]
-  update: Callable[[chex.PRNGKey, Any, Any, Any, Any], Any]
+  act: Callable[[chex.PRNGKey, Any, Any, Any], tuple[Any, Any]]
+  update: Callable[[chex.PRNGKey, Any, Any, Any, Any, Any], Any]
 
 
 class Environment(Protocol):
@@ -97,9 +101,9 @@ def pair(env: Environment, agent: Agent, horizon: int) -> Run:
     env_state, state = carry
     k_env, k_agent = jax.random.split(jax.random.fold_in(key, t))
     env_state, obs = env.observe(k_env, env_state)
-    state, action = agent.act(k_agent, state, obs)
+    state, action = agent.act(k_agent, state, obs, env.spec)
     feedback, regret = env.feedback(k_env, env_state, obs, action)
-    state = agent.update(k_agent, state, obs, action, feedback)
+    state = agent.update(k_agent, state, obs, action, feedback, env.spec)
     return (env_state, state), Transition(obs, action, feedback, regret)
 
   return Run(init, step)

@@ -137,11 +137,13 @@ class Family:
       by default.
     load_env: `load_env(name, params) -> env`, for environments that read files (default
       `envs[name].make(**params)`).
+    reference_exponent: `(results, point) -> float | None`, the exponent a paper predicts for
+      R(T) ∝ T^e at a grid point (reports print it beside the fitted slope), or None.
   """
 
   def __init__(self, name: str, env_types: tuple[type, ...] = (),
                seed_batch: Callable[[], int] = lambda: 64, prepare: Callable | None = None,
-               load_env: Callable | None = None):
+               load_env: Callable | None = None, reference_exponent: Callable | None = None):
     self.name = name
     self.env_types = tuple(env_types)
     self.envs: dict[str, Entry] = {}
@@ -149,6 +151,7 @@ class Family:
     self.seed_batch = seed_batch
     self.prepare = prepare or (lambda params, env, steps: params)
     self.load_env = load_env or (lambda name, params: self.envs[name].make(**params))
+    self.reference_exponent = reference_exponent or (lambda results, point: None)
 
   def env(self, name: str, make: Callable, params: Mapping[str, Param], doc: str = "") -> Callable:
     """Registers environment `name`; returns `make`."""

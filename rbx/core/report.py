@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rbx.core import plots
+from rbx.core import plots, registry
 from rbx.core import results as results_lib
 
 REPORT = "report.md"
@@ -14,14 +14,26 @@ def write(directory: str | Path) -> Path:
   """Writes `directory`/report.md (and the plots under `directory`/plots); returns its path."""
   directory = Path(directory)
   res = results_lib.load(directory)
-  figures = plots.plot_all(res, directory / "plots")
+  reference = reference_exponent(res)
+  figures = plots.plot_all(res, directory / "plots", reference)
   path = directory / REPORT
-  path.write_text(markdown(res, {k: v[0].relative_to(directory) for k, v in figures.items()}))
+  path.write_text(markdown(res, {k: v[0].relative_to(directory) for k, v in figures.items()},
+                           reference))
   return path
 
 
-def markdown(res: results_lib.Results, figures: dict[str, Path]) -> str:
-  """The report's text; `figures` maps plot names to PNG paths relative to the report."""
+def reference_exponent(res: results_lib.Results):
+  """`point -> exponent | None` from the run's family (`Family.reference_exponent`)."""
+  family = registry.FAMILIES.get((res.config or {}).get("family"))
+  if family is None:
+    return lambda point: None
+  return lambda point: family.reference_exponent(res, point)
+
+
+def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None) -> str:
+  """The report's text; `figures` maps plot names to PNG paths relative to the report;
+  `reference(point)` is the family's predicted regret exponent (or None)."""
+  reference = reference or (lambda point: None)
   meta, config = res.metadata or {}, res.config or {}
   sizes = meta.get("sizes", {})
   title = meta.get("title") or config.get("title") or "rbx sweep"
@@ -63,12 +75,12 @@ def markdown(res: results_lib.Results, figures: dict[str, Path]) -> str:
     t = res.coords["step"]
     mean = res.cumulative.mean(axis=-2).reshape(-1, t.size)
     lines += ["", "## Regret against T", "",
-              "Least-squares slope of log R(t) on log t over t ≥ √T, beside the RLHF paper's "
-              "exponent (β+1)/(β+2) (Proposition 3).", "",
-              "| " + " | ".join(fields + ["slope", "(β+1)/(β+2)"]) + " |",
+              "Least-squares slope of log R(t) on log t over t ≥ √T, beside the exponent the "
+              "family's paper predicts (RLHF: (β+1)/(β+2), Proposition 3).", "",
+              "| " + " | ".join(fields + ["slope", "paper exponent"]) + " |",
               "|" + "---|" * (len(fields) + 2)]
     for i, point in enumerate(results_lib.points(res)):
-      paper = results_lib.paper_exponent(res, point)
+      paper = reference(point)
       lines.append("| " + " | ".join([str(point[f]) for f in fields] + [
           f"{results_lib.scaling_slope(t, mean[i]):.3f}",
           "—" if paper is None else f"{paper:.3f}"]) + " |")

@@ -36,7 +36,8 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
           record: str = "steps", log_points: int = 50, seed_block: int | None = None,
           progress: bool = False, start: driver.Snapshot | None = None,
           on_chunk: Callable[[driver.Snapshot], None] | None = None,
-          stop: Callable[[], bool] | None = None) -> Results:
+          stop: Callable[[], bool] | None = None,
+          compiles: list | None = None) -> Results:
   """Regret of every grid point and seed over `steps` steps.
 
   Args:
@@ -56,6 +57,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     progress: show a tqdm bar.
     start, on_chunk, stop: continue from a driver snapshot, receive one after every chunk,
       and poll for an early stop (see `rbx.core.driver.run`).
+    compiles: a list that receives (what, seconds) of every compile.
   Returns:
     `Results` with axes (*grid fields, "seed", "step") and the sweep's timing.
   Raises:
@@ -64,23 +66,14 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   """
   steps = _checks.positive_int("steps", steps)
   seeds = seed_list(seeds)
-  fields = Grid(grid)                       # checks the values before `build` sees them
-  points = list(fields.each())
-  env, _ = _built(build, points[0])
-  family = family_of(env)
-  if static is None:
-    static = sorted(family.static_names()) if family is not None else ()
-  g = Grid(grid, static=static)
-  for point in points[1:]:
-    _built(build, point)
+  plan, family = _plan(build, grid, seeds, steps, static)
   if seed_batch is None:
     seed_batch = family.seed_batch() if family is not None else 64
   options = driver.Options(chunk=chunk, record=record, log_points=log_points,
                            seed_batch=_checks.positive_int("seed_batch", seed_batch),
                            seed_block=seed_block)
   mesh = devices_lib.seed_mesh(devices)
-  plan = driver.Sweep(lambda hp: protocol.pair(*build(**hp), steps), g,
-                      devices_lib.process_slice(seeds), steps)
+  plan = plan._replace(seeds=devices_lib.process_slice(seeds))
   out = driver.run(plan, options, mesh=mesh, start=start, on_chunk=on_chunk, stop=stop,
                    progress=progress)
   stats = out.stats
@@ -89,8 +82,32 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
                 seed_steps_per_second=stats["seed_steps"] / max(stats["run_seconds"], 1e-12))
   data = out.recorder.data if not out.complete else devices_lib.gather(out.recorder.data,
                                                                        seeds.size, axis=2)
+  if compiles is not None:
+    compiles.extend(out.compiles)
   local = seeds if out.complete else plan.seeds
-  return from_records(g, local, out.recorder, data, timing=timing, complete=out.complete)
+  return from_records(plan.grid, local, out.recorder, data, timing=timing,
+                      complete=out.complete)
+
+
+def _plan(build, grid, seeds, steps, static) -> tuple[driver.Sweep, registry.Family | None]:
+  """The driver's sweep, every grid point built concretely first (ValueError for a bad one),
+  and the environment's family."""
+  fields = Grid(grid)                       # checks the values before `build` sees them
+  points = list(fields.each())
+  env, _ = _built(build, points[0])
+  family = family_of(env)
+  if static is None:
+    static = sorted(family.static_names()) if family is not None else ()
+  for point in points[1:]:
+    _built(build, point)
+  plan = driver.Sweep(lambda hp: protocol.pair(*build(**hp), steps), Grid(grid, static=static),
+                      seeds, steps)
+  return plan, family
+
+
+def state_bytes(build, grid, steps: int, static: Sequence[str] | None = None) -> int:
+  """Bytes of carried state per seed and grid point (the first static combination)."""
+  return driver.state_bytes(_plan(build, grid, np.zeros(1, np.int32), steps, static)[0])
 
 
 def family_of(env) -> registry.Family | None:

@@ -1,14 +1,22 @@
 """Online RLHF under the Bradley–Terry model: objectives, the optimistic solver, environments,
-exploration agents and simulation (paper: `online-rlhf-exploration.txt`)."""
-from rbx.rlhf.agents import AGENTS, Agent, AgentState, StepInfo, algorithm1, get, greedy, selm, vpo, xpo
-from rbx.rlhf.env import PreferenceEnv, example1, example2, make_env, preference, random_instance
+exploration agents, the family's registry and analysis (paper: `online-rlhf-exploration.txt`).
+
+`rbx.rlhf.sweep` is `rbx.sweep`; `simulate` runs one seed (`rbx.simulate`).
+"""
+from rbx.core.sweep import simulate, sweep
+from rbx.rlhf import analysis, registry
+from rbx.rlhf.agents import AgentState, algorithm1, greedy, selm, vpo, xpo
+from rbx.rlhf.env import (PreferenceEnv, Prompt, Query, Task, example1, example2, make_env,
+                          preference, random_instance)
 from rbx.rlhf.objectives import J, J_star, kl, log_likelihood, log_optimal_policy, optimal_policy, regret
-from rbx.rlhf.simulate import make_run, rollout, simulate, sweep
+from rbx.rlhf.registry import FAMILY, get
 from rbx.rlhf.solver import SolverConfig, objective, solve_optimistic
 
 __all__ = [
-    "AGENTS", "Agent", "AgentState", "StepInfo", "algorithm1", "get", "greedy", "selm", "vpo", "xpo",
-    "PreferenceEnv", "example1", "example2", "make_env", "preference", "random_instance",
-    "J", "J_star", "kl", "log_likelihood", "log_optimal_policy", "optimal_policy", "regret",
-    "make_run", "rollout", "simulate", "sweep", "SolverConfig", "objective", "solve_optimistic",
+    "analysis", "registry", "FAMILY", "get",
+    "AgentState", "algorithm1", "greedy", "selm", "vpo", "xpo",
+    "PreferenceEnv", "Prompt", "Query", "Task", "example1", "example2", "make_env", "preference",
+    "random_instance", "J", "J_star", "kl", "log_likelihood", "log_optimal_policy",
+    "optimal_policy", "regret", "simulate", "sweep", "SolverConfig", "objective",
+    "solve_optimistic",
 ]

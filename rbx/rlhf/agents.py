@@ -1,7 +1,8 @@
-"""Online RLHF exploration schemes as `init`/`step` pairs of pure functions.
+"""Online RLHF exploration schemes as `rbx.core.Agent`s (`init`/`act`/`update`).
 
-All four schemes share one loop (section 3 of the RLHF paper): sample a prompt x ~ ρ and two
-answers, query the Bradley–Terry oracle, add the comparison to the win counts, re-fit the
+All four schemes share one loop (section 3 of the RLHF paper): at the prompt x ~ ρ the
+environment draws, `act` samples two answers; the environment's Bradley–Terry oracle compares
+them; `update` adds the comparison to the win counts, re-fits the
 optimistic reward r^(t+1) = argmax_r ℓ(r, D^(t)) + α_t J*(r; π_cal) over [0, r_max]^A with
 `solve_optimistic`, and set π^(t+1) = π_{r^(t+1)} by (2.4). They differ only in where the
 two answers come from and which calibration policy π_cal the bonus uses:
@@ -15,6 +16,8 @@ agent          a1 ~                 a2 ~                 π_cal           α
 `greedy`       π^(t)                π^(t)                —               0
 =============  ===================  ===================  ==============  ============
 
+The agents see only the `Task` (π_ref, ρ, β, r_max, π_cal), the prompt and the comparison;
+the environment scores the regret of the policy π^(t) that `act` reports in its `Query`.
 The win counts `wins[x, a, b]` are sufficient statistics for ℓ, so a step costs
 O(|X| · A² · solver iterations) whatever t is. Policies are kept as log-probabilities so that
 probabilities like e^(−r_max/β) survive. The objective's α J* term is an expectation over
@@ -30,8 +33,9 @@ import jax
 import jax.numpy as jnp
 
 from rbx import _checks, schedules
+from rbx.core.protocol import Agent
 from rbx.rlhf import objectives
-from rbx.rlhf.env import PreferenceEnv, preference
+from rbx.rlhf.env import Prompt, Query, Task
 from rbx.rlhf.solver import SolverConfig, solve_optimistic
 
 
@@ -50,23 +54,6 @@ class AgentState(NamedTuple):
   log_pi: chex.Array
   log_pi_prev: chex.Array
   t: chex.Array
-
-
-class StepInfo(NamedTuple):
-  """What one step observed. `regret` is J(π*, r*) − J(π^(t), r*) of the policy π^(t)
-  that generated the step, ρ-weighted over prompts (a term of (2.6))."""
-  regret: chex.Array
-  x: chex.Array
-  a1: chex.Array
-  a2: chex.Array
-  a1_preferred: chex.Array
-
-
-class Agent(NamedTuple):
-  """`init(env) -> state` and `step(key, state, env) -> (state, StepInfo)`, both pure."""
-  name: str
-  init: Callable[[PreferenceEnv], AgentState]
-  step: Callable[[chex.PRNGKey, AgentState, PreferenceEnv], tuple[AgentState, StepInfo]]
 
 
 def algorithm1(alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_prev_init=None,
@@ -110,16 +97,6 @@ def greedy(pi_init=None, solver: SolverConfig = SolverConfig()) -> Agent:
   return _make("greedy", 0.0, "current", "current", "ref", pi_init, None, None, solver)
 
 
-AGENTS: dict[str, Callable[..., Agent]] = {
-    "algorithm1": algorithm1, "vpo": vpo, "xpo": xpo, "selm": selm, "greedy": greedy,
-}
-
-
-def get(name: str, **kwargs) -> Agent:
-  """An agent by name: one of `AGENTS`."""
-  return AGENTS[_checks.choice("agent", name, AGENTS)](**kwargs)
-
-
 def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_cal, solver):
   schedule = alpha if callable(alpha) else schedules.constant(alpha)
   if not isinstance(solver, SolverConfig):
@@ -128,49 +105,50 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
     if value is not None:
       _checks.probability(field, value)
 
-  def policy_arg(field, value, env):
+  def policy_arg(field, value, task):
     if value is None:
       return None
-    p = jnp.broadcast_to(jnp.asarray(value, jnp.float32), env.pi_ref.shape)
+    p = jnp.broadcast_to(jnp.asarray(value, jnp.float32), task.pi_ref.shape)
     _checks.probability(field, p)
     return p
 
-  def init(env: PreferenceEnv) -> AgentState:
-    log_ref = jnp.log(env.pi_ref)
-    p1, p0 = policy_arg("pi_init", pi_init, env), policy_arg("pi_prev_init", pi_prev_init, env)
+  def init(key, task: Task, horizon: int) -> AgentState:
+    del key, horizon
+    log_ref = jnp.log(task.pi_ref)
+    p1, p0 = policy_arg("pi_init", pi_init, task), policy_arg("pi_prev_init", pi_prev_init, task)
     log_pi = log_ref if p1 is None else jnp.log(p1)
     log_prev = log_pi if p0 is None else jnp.log(p0)
-    X, A = env.pi_ref.shape
-    return AgentState(wins=jnp.zeros((X, A, A)), r=jnp.full((X, A), 0.5) * env.r_max,
+    X, A = task.pi_ref.shape
+    return AgentState(wins=jnp.zeros((X, A, A)), r=jnp.full((X, A), 0.5) * task.r_max,
                       log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
 
-  def step(key, state: AgentState, env: PreferenceEnv):
-    kx, k1, k2, ko = jax.random.split(key, 4)
-    logs = {"prev": state.log_pi_prev, "current": state.log_pi, "ref": jnp.log(env.pi_ref)}
-    x = jax.random.categorical(kx, jnp.log(env.rho))
-    a1 = jax.random.categorical(k1, logs[source1][x])
-    a2 = jax.random.categorical(k2, logs[source2][x])
-    a1_wins = preference(ko, env, x, a1, a2)
-    winner, loser = jnp.where(a1_wins, a1, a2), jnp.where(a1_wins, a2, a1)
-    wins = state.wins.at[x, winner, loser].add(1.0)
+  def act(key, state: AgentState, obs: Prompt, task: Task):
+    k1, k2 = jax.random.split(key)
+    logs = {"prev": state.log_pi_prev, "current": state.log_pi, "ref": jnp.log(task.pi_ref)}
+    a1 = jax.random.categorical(k1, logs[source1][obs.x])
+    a2 = jax.random.categorical(k2, logs[source2][obs.x])
+    return state, Query(a1, a2, state.log_pi)
 
+  def update(key, state: AgentState, obs: Prompt, query: Query, a1_wins, task: Task):
+    del key
+    x = obs.x
+    winner = jnp.where(a1_wins, query.a1, query.a2)
+    loser = jnp.where(a1_wins, query.a2, query.a1)
+    wins = state.wins.at[x, winner, loser].add(1.0)
     if calibration == "current":
       cal = jnp.exp(state.log_pi)
     elif calibration == "fixed":
-      cal = env.pi_cal if pi_cal is None else jnp.broadcast_to(
-          jnp.asarray(pi_cal, jnp.float32), env.pi_ref.shape)
+      cal = task.pi_cal if pi_cal is None else jnp.broadcast_to(
+          jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
     else:
-      cal = env.pi_ref
-    alpha_x = schedule(state.t) * env.rho
-    solve = lambda w, pr, pc, a, r0: solve_optimistic(w, pr, pc, env.beta, a, env.r_max, r0,
+      cal = task.pi_ref
+    alpha_x = schedule(state.t) * task.rho
+    solve = lambda w, pr, pc, a, r0: solve_optimistic(w, pr, pc, task.beta, a, task.r_max, r0,
                                                       solver)
-    r_new = jax.vmap(solve)(wins, env.pi_ref, cal, alpha_x, state.r)
-    log_pi_new = jax.vmap(objectives.log_optimal_policy, (0, 0, None))(r_new, env.pi_ref, env.beta)
+    r_new = jax.vmap(solve)(wins, task.pi_ref, cal, alpha_x, state.r)
+    log_pi_new = jax.vmap(objectives.log_optimal_policy, (0, 0, None))(r_new, task.pi_ref,
+                                                                        task.beta)
+    return state._replace(wins=wins, r=r_new, log_pi=log_pi_new, log_pi_prev=state.log_pi,
+                          t=state.t + 1)
 
-    regret = jnp.dot(env.rho, jax.vmap(objectives.regret, (0, 0, 0, None))(
-        jnp.exp(state.log_pi), env.r_star, env.pi_ref, env.beta))
-    new_state = AgentState(wins=wins, r=r_new, log_pi=log_pi_new, log_pi_prev=state.log_pi,
-                           t=state.t + 1)
-    return new_state, StepInfo(regret, x, a1, a2, a1_wins)
-
-  return Agent(name, init, step)
+  return Agent(name, init, act, update)

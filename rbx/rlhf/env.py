@@ -3,6 +3,11 @@
 A finite prompt set X (distribution ρ), A answers per prompt, a true reward
 r* : X × A → [0, r_max], a reference policy π_ref, the KL weight β, and the Bradley–Terry
 preference oracle (2.1). Arrays are per prompt: shape (X, A).
+
+As an `rbx.core` environment, a step draws the prompt x ~ ρ (`observe`); the learner answers
+with a `Query` (two answers and the policy π^(t) it deploys); `feedback` is the oracle's
+comparison and the regret term J(π*, r*) − J(π^(t), r*), ρ-weighted over prompts (2.6). The
+learner is told `Task` (π_ref, ρ, β, r_max and the calibration policy), never r*.
 """
 from __future__ import annotations
 
@@ -14,6 +19,37 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import _checks
+from rbx.rlhf import objectives
+
+
+class Task(NamedTuple):
+  """What the learner is told (the environment's `spec`). Shapes: X prompts, A actions.
+
+  Attributes:
+    pi_ref: π_ref, (X, A).
+    rho: ρ, (X,).
+    beta: β, scalar.
+    r_max: the reward bound, scalar.
+    pi_cal: the calibration policy a fixed-calibration scheme (VPO) uses by default, (X, A).
+  """
+  pi_ref: chex.Array
+  rho: chex.Array
+  beta: chex.Array
+  r_max: chex.Array
+  pi_cal: chex.Array
+
+
+class Prompt(NamedTuple):
+  """A step's observation: the prompt x ~ ρ, int scalar."""
+  x: chex.Array
+
+
+class Query(NamedTuple):
+  """The learner's action: answers a1, a2 (int scalars) to compare at the observed prompt, and
+  log π^(t) (X, A), the policy it deploys at this step (what the regret (2.6) scores)."""
+  a1: chex.Array
+  a2: chex.Array
+  log_pi: chex.Array
 
 
 class PreferenceEnv(NamedTuple):
@@ -44,6 +80,29 @@ class PreferenceEnv(NamedTuple):
   def num_actions(self) -> int:
     """A, the number of answers per prompt."""
     return self.r_star.shape[1]
+
+  @property
+  def spec(self) -> Task:
+    """What the learner is told: π_ref, ρ, β, r_max, π_cal (not r*)."""
+    return Task(self.pi_ref, self.rho, self.beta, self.r_max, self.pi_cal)
+
+  def reset(self, key: chex.PRNGKey) -> tuple:
+    """No per-seed environment state: ()."""
+    del key
+    return ()
+
+  def observe(self, key: chex.PRNGKey, state: tuple) -> tuple[tuple, Prompt]:
+    """The step's prompt x ~ ρ."""
+    return state, Prompt(jax.random.categorical(jax.random.split(key)[0], jnp.log(self.rho)))
+
+  def feedback(self, key: chex.PRNGKey, state: tuple, obs: Prompt, query: Query):
+    """(a1 preferred to a2 by the oracle (2.1), the regret term of the deployed policy,
+    Σ_x ρ(x) [J(π*, r*) − J(π^(t), r*)] at x)."""
+    del state
+    a1_wins = preference(jax.random.split(key)[1], self, obs.x, query.a1, query.a2)
+    per_prompt = jax.vmap(objectives.regret, (0, 0, 0, None))(
+        jnp.exp(query.log_pi), self.r_star, self.pi_ref, self.beta)
+    return a1_wins, jnp.dot(self.rho, per_prompt)
 
 
 def make_env(r_star, pi_ref, beta, r_max, rho=None, pi_cal=None) -> PreferenceEnv:

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from rbx import config, experiment
-from rbx.core import checkpoint, driver, loop
+from rbx.core import checkpoint, driver, protocol
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid
 from sweep_configs import example1_sweep
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 class Info(NamedTuple):
@@ -36,7 +36,7 @@ def toy(hp):
     r = jax.random.uniform(jax.random.fold_in(key, t)) * hp["scale"] + 0.01 * c["x"]
     return {"x": c["x"] + r, "n": c["n"] + 1}, Info(r + 0.0 * (hp["kind"] == "b"))
 
-  return loop.Run(init, step)
+  return protocol.Run(init, step)
 
 
 def toy_sweep(seeds=5, steps=10):

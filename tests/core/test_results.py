@@ -1,5 +1,6 @@
 """Results on disk: the loader returns labelled arrays, summaries give mean/std/95% CI, plots
 and the report are written; checkpoints detect truncation and corruption."""
+import dataclasses
 import json
 
 import numpy as np
@@ -10,6 +11,7 @@ from rbx.core import checkpoint, plots, report
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid
 from rbx.core.record import Recorder
+from rbx.rlhf.analysis import paper_exponent
 
 
 def fake_results(record="log"):
@@ -33,7 +35,7 @@ def test_save_and_load_round_trip_with_named_axes(tmp_path):
     res = fake_results(record)
     d = tmp_path / record
     d.mkdir()
-    results_lib.save(d, res, record)
+    res.save(d)
     (d / "config.toml").write_text('family = "rlhf"\n[env]\nname = "example1"\n')
     back = results_lib.load(d)
     assert back.axes == ("agent", "beta", "seed", "step")
@@ -69,17 +71,20 @@ def test_summary_mean_std_and_student_t_interval():
 
 
 def test_fitted_slope_recovers_the_exponent_and_plots_and_report_are_written(tmp_path):
-  res = fake_results()._replace(config={"family": "rlhf", "env": {"name": "example1"}})
+  res = dataclasses.replace(fake_results(), config={"family": "rlhf", "env": {"name": "example1"}})
   t = res.coords["step"]
   mean = res.cumulative.mean(axis=-2)
   for j, beta in enumerate((0.5, 1.0)):
     assert results_lib.scaling_slope(t, mean[0, j]) == pytest.approx((beta + 1) / (beta + 2), abs=0.01)
-  assert results_lib.paper_exponent(res, {"beta": 1.0}) == pytest.approx(2 / 3)
-  figures = plots.plot_all(res, tmp_path / "plots")
+  assert paper_exponent(res, {"beta": 1.0}) == pytest.approx(2 / 3)
+  reference = report.reference_exponent(res)           # the family's hook: rlhf's exponent
+  assert reference({"beta": 1.0}) == pytest.approx(2 / 3)
+  figures = plots.plot_all(res, tmp_path / "plots", reference)
   assert set(figures) == {"cumulative", "scaling", "heatmap"}
   for png, svg in figures.values():
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in svg.read_bytes()[:2000]
-  text = report.markdown(res, {k: v[0].relative_to(tmp_path) for k, v in figures.items()})
+  text = report.markdown(res, {k: v[0].relative_to(tmp_path) for k, v in figures.items()},
+                         reference)
   assert "![cumulative regret](plots/cumulative.png)" in text and "(β+1)/(β+2)" in text
   assert "| vpo | 1.0 | 5 |" in text and "0.667" in text
 
@@ -112,3 +117,18 @@ def test_checkpoints_detect_truncation_and_corruption(tmp_path):
   checkpoint.previous(path).unlink()
   with pytest.raises(checkpoint.CheckpointError, match="no good checkpoint"):
     checkpoint.load_latest(path)
+
+
+def test_exports_to_a_tidy_dataframe_and_an_xarray_dataset():
+  for record in ("steps", "log"):
+    res = fake_results(record)
+    df = res.to_dataframe()
+    assert list(df.columns[:4]) == ["agent", "beta", "seed", "step"]
+    assert len(df) == res.cumulative.size and ("regret" in df) == (record == "steps")
+    row = df[(df.agent == "vpo") & (df.beta == 1.0) & (df.seed == 3)].iloc[-1]
+    assert row.cumulative == pytest.approx(res.sel(agent="vpo", beta=1.0, seed=3).final())
+    ds = res.to_xarray()
+    assert ds["cumulative"].dims == res.axes
+    np.testing.assert_array_equal(ds["cumulative"].sel(agent="algorithm1", beta=0.5).values,
+                                  res.sel(agent="algorithm1", beta=0.5).cumulative)
+    assert list(ds["step"].values) == list(res.coords["step"])

@@ -13,7 +13,7 @@ import pytest
 from rbx.core import results as results_lib
 from sweep_configs import example1_sweep
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 CONFIG = example1_sweep(6, 12, 4)
 
 
@@ -29,18 +29,19 @@ def test_eight_host_devices_match_one_device(tmp_path):
       import sys
       import jax
       import numpy as np
+      import rbx
       from rbx import config
-      from rbx.core import devices, driver
+      from rbx.core import devices
       assert jax.local_device_count() == 8, jax.devices()
       c = config.load(sys.argv[1])
-      mesh = devices.seed_mesh()
-      assert mesh.shape == {"seed": 8}
-      one = driver.run(c.sweep(), c.options())
-      eight = driver.run(c.sweep(), c.options(), mesh=mesh)
-      two = driver.run(c.sweep(), c.options()._replace(seed_block=4), mesh=devices.seed_mesh(2))
-      assert one.recorder.data.shape == (1, 2, 6, 12)
-      assert np.array_equal(one.recorder.data, eight.recorder.data)
-      assert np.array_equal(one.recorder.data, two.recorder.data)
+      assert devices.seed_mesh().shape == {"seed": 8}
+      options = c.sweep_options()
+      run = lambda **kw: rbx.sweep(c.build, c.grid, c.seeds, c.steps, **{**options, **kw})
+      one, eight = run(devices=1), run(devices=None)
+      two = run(devices=2, seed_block=4)
+      assert one.regret.shape == (2, 6, 12)
+      assert np.array_equal(one.regret, eight.regret)
+      assert np.array_equal(one.regret, two.regret)
       print("identical")
   """)
   out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "sweep.toml")], cwd=ROOT,

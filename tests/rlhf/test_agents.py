@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rbx import rlhf, schedules
+from rbx import core, rlhf, schedules
 
 SEEDS = 128
 
@@ -53,14 +53,14 @@ def test_greedy_and_selm_run_and_policies_start_at_pi_ref():
   np.testing.assert_allclose(info.regret[0], pi_ref_regret, rtol=1e-5)
   selm = rlhf.simulate(env, rlhf.selm(2.0), jax.random.key(0), 5)
   xpo = rlhf.simulate(env, rlhf.xpo(2.0), jax.random.key(0), 5)
-  np.testing.assert_array_equal(selm.a2, xpo.a2)
+  np.testing.assert_array_equal(selm.action.a2, xpo.action.a2)
 
 
 def test_xpo_draws_a2_from_pi_ref_and_vpo_from_pi_t():
   # Example 2's π_ref puts 1 − 2/κ on a0: XPO's second answer is mostly a0.
   env = rlhf.example2(kappa=50.0)
   info = rlhf.simulate(env, rlhf.xpo(1.0), jax.random.key(1), 200)
-  np.testing.assert_allclose(np.mean(np.asarray(info.a2) == 0), 1 - 2 / 50, atol=0.05)
+  np.testing.assert_allclose(np.mean(np.asarray(info.action.a2) == 0), 1 - 2 / 50, atol=0.05)
 
 
 def test_one_seed_alone_equals_the_same_seed_in_a_batch():
@@ -71,12 +71,13 @@ def test_one_seed_alone_equals_the_same_seed_in_a_batch():
   agent = rlhf.algorithm1(schedules.constant(2.0))
   alone = rlhf.simulate(env, agent, jax.random.key(5), 60)
   keys = jax.vmap(jax.random.key)(jnp.array([2, 5, 9]))
-  batch = jax.jit(jax.vmap(lambda k: rlhf.rollout(env, agent, k, 60)))(keys)
+  batch = jax.jit(jax.vmap(lambda k: core.rollout(env, agent, k, 60)))(keys)
   # Batches of other shapes round reductions differently, and the optimistic objective can have
   # two near-tied maxima, so a near-tie may resolve differently (seen after 22-50 steps here
   # in batches of 64); the first 10 steps agree.
-  for field in ("x", "a1", "a2", "a1_preferred"):
-    np.testing.assert_array_equal(getattr(batch, field)[1][:10], getattr(alone, field)[:10])
+  seen = lambda tr: (tr.obs.x, tr.action.a1, tr.action.a2, tr.feedback)
+  for b, a in zip(seen(batch), seen(alone)):
+    np.testing.assert_array_equal(b[1][:10], a[:10])
   np.testing.assert_allclose(batch.regret[1][:10], alone.regret[:10], rtol=1e-3, atol=1e-6)
   swept = rlhf.sweep(lambda alpha: (env, rlhf.algorithm1(schedules.constant(alpha))),
                      {"alpha": [1.0, 2.0]}, seeds=[2, 5, 9], steps=60)
@@ -89,7 +90,7 @@ def test_one_seed_alone_equals_the_same_seed_in_a_batch():
   np.testing.assert_array_equal(other.sel(alpha=2.0, seed=5).regret, swept.sel(alpha=2.0, seed=5).regret)
   # and a shorter run is a prefix of a longer one
   short = rlhf.simulate(env, agent, jax.random.key(5), 20)
-  np.testing.assert_array_equal(short.a2, alone.a2[:20])
+  np.testing.assert_array_equal(short.action.a2, alone.action.a2[:20])
 
 
 def test_sweep_over_beta_and_r_max_with_a_traced_schedule():

@@ -1,0 +1,89 @@
+"""The RLHF family's declaration: its environments and agents, each parameter's kind.
+
+Everything that runs RLHF agents by name — `rbx.rlhf.get`, TOML configs and `rbx run`, the
+static fields of `rbx.sweep` — reads this one declaration. An agent's α is either the
+constant `alpha` or a schedule of `rbx.schedules` chosen by `schedule` with its own
+parameters; a schedule's num_actions, horizon, beta and r_max come from the environment and
+the number of steps (`prepare`); parameters of other schedules are ignored. The solver's settings are the table `solver`
+(`rbx.rlhf.SolverConfig` fields).
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import jax
+
+from rbx import _checks, schedules
+from rbx.core import registry as reg
+from rbx.rlhf import agents, analysis, env as env_lib
+from rbx.rlhf.solver import SolverConfig
+
+SCHEDULE_PARAMS = {
+    "alpha": reg.real(low=0.0, doc="the constant α (schedule = \"constant\")"),
+    "schedule": reg.string(schedules.SCHEDULES, doc="the α_t schedule (rbx.schedules)"),
+    "nu": reg.real(low=0.0, doc="power: α_t = ν t^n"),
+    "n": reg.real(low=0.0, doc="power: the exponent n"),
+    "kappa": reg.real(doc="proposition3: Assumption 1's constant κ"),
+    "mu": reg.real(doc="appendix_e: Assumption 2's constant μ"),
+    "scale": reg.real(low=0.0, doc="a schedule's multiplier"),
+}
+SOLVER = {"solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
+POLICY = reg.vector(doc="a policy, shape (A,) or (X, A)")
+
+
+def prepare(params: dict[str, Any], env: env_lib.PreferenceEnv, steps: int) -> dict[str, Any]:
+  """Declared agent parameters -> constructor arguments: `schedule` and its parameters become
+  the schedule α_t; the `solver` table becomes a `SolverConfig`."""
+  sched = params.pop("schedule", "constant")
+  given = {k: params.pop(k) for k in SCHEDULE_PARAMS if k in params}
+  if sched != "constant" or "alpha" in given:
+    make = schedules.SCHEDULES[_checks.choice("schedule", sched, schedules.SCHEDULES)]
+    args = inspect.signature(make).parameters
+    auto = dict(num_actions=env.num_actions, horizon=steps, beta=env.beta, r_max=env.r_max)
+    kwargs = {k: v for k, v in {**auto, **given}.items() if k in args}   # others: other schedules'
+    missing = [k for k in args if k not in kwargs and args[k].default is inspect.Parameter.empty]
+    if missing:
+      raise ValueError(f"{missing[0]}=? is needed by schedule {sched!r}: set it in [agent] or [grid]")
+    params["alpha"] = make(**kwargs)
+  if isinstance(params.get("solver"), dict):
+    table = params["solver"]
+    for key in table:
+      _checks.choice("agent.solver key", key, SolverConfig._fields)
+    params["solver"] = SolverConfig(**table)
+  return params
+
+
+def _random_instance(num_prompts=4, num_actions=3, beta=0.5, r_max=2.0, deviation=1.0, seed=0):
+  """`random_instance` from an integer seed (its key)."""
+  return env_lib.random_instance(jax.random.key(seed), num_prompts, num_actions, beta, r_max,
+                                 deviation)
+
+
+FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv,), seed_batch=lambda: 64,
+                    prepare=prepare, reference_exponent=analysis.paper_exponent)
+
+ENV_BETA = reg.real(doc="the KL weight β > 0")
+ENV_RMAX = reg.real(doc="the reward bound r_max > 0")
+FAMILY.env("example1", env_lib.example1, {
+    "p": reg.real(doc="π_cal = (1 − 2p, p, p), 0 ≤ p < 1/4"),
+    "beta": ENV_BETA, "r_max": ENV_RMAX})
+FAMILY.env("example2", env_lib.example2, {
+    "kappa": reg.real(doc="π_ref = (1 − 2/κ, 1/κ, 1/κ), κ ≥ 4"),
+    "beta": ENV_BETA, "r_max": ENV_RMAX})
+FAMILY.env("random_instance", _random_instance, {
+    "num_prompts": reg.integer(1), "num_actions": reg.integer(2), "beta": ENV_BETA,
+    "r_max": ENV_RMAX, "deviation": reg.real(doc="π_ref's distance from π_HF"),
+    "seed": reg.integer(0, doc="the instance's random seed")})
+FAMILY.env("custom", env_lib.make_env, {
+    "r_star": reg.vector(), "pi_ref": POLICY, "beta": ENV_BETA, "r_max": ENV_RMAX,
+    "rho": reg.vector(), "pi_cal": POLICY})
+
+FAMILY.agent("algorithm1", agents.algorithm1,
+             {**SCHEDULE_PARAMS, "pi_init": POLICY, "pi_prev_init": POLICY, **SOLVER})
+FAMILY.agent("vpo", agents.vpo, {**SCHEDULE_PARAMS, "pi_cal": POLICY, "pi_init": POLICY, **SOLVER})
+FAMILY.agent("xpo", agents.xpo, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
+FAMILY.agent("selm", agents.selm, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
+FAMILY.agent("greedy", agents.greedy, {"pi_init": POLICY, **SOLVER})
+
+get = FAMILY.get_agent
