@@ -1,4 +1,5 @@
-"""The baselines of the NeuralRBMLE paper's experiments (section 6, Appendix F), as `Agent`s.
+"""The baselines of the NeuralRBMLE paper's experiments (section 6, Appendix F), as
+`rbx.core.Agent`s.
 
 =================  =========================================================================
 agent              index of arm a at round t
@@ -22,11 +23,13 @@ by the Sherman–Morrison update V⁻¹ ← V⁻¹ − (V⁻¹x)(V⁻¹x)ᵀ / (
 never an inverse. Appendix F uses λ = 1 for LinRBMLE (the default here) and α(t) = ν√t.
 
 Neural agents. DeepFPL and BootstrappedNN train the network of (2) exactly as the agents of
-`rbx.neural.agents` do (J optimiser steps per round on the Gaussian ℓ_λ of (10), divided by
-n_t; warm start or `restart`; `width`, `depth`, `train_steps`, `batch_size`, `optimizer`), and
-act greedily on the trained network(s). Each bootstrap network has its own θ_0 (independent
-initialisations, as Osband et al.) and its data are a view of the shared history buffer: a
-mask over its rows (full-batch training) and the list of its rows (minibatches).
+`rbx.neural.agents` do (`rbx.neural.training`: J optimiser steps per round on the Gaussian
+ℓ_λ of (10), divided by n_t; warm start or `restart`; `width`, `depth`, `train_steps`,
+`batch_size`, `optimizer`), and act greedily on the trained network(s): `act` picks the arm
+from the networks of the previous round, `update` records the reward and trains. Each
+bootstrap network has its own θ_0 (independent initialisations, as Osband et al.) and its
+data are a view of the shared history buffer: a mask over its rows (full-batch training) and
+the list of its rows (minibatches).
 
 Every numeric hyperparameter (ν, n, λ, η, p) may be traced, so `rbx.neural.sweep` vmaps over it.
 """
@@ -38,11 +41,12 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from rbx import _checks, schedules
-from rbx.neural import agents as agents_lib
+from rbx import _checks
+from rbx.core.protocol import Agent
 from rbx.neural import buffer as buffer_lib
 from rbx.neural import likelihoods, network
-from rbx.neural.agents import Agent, AgentState, StepInfo
+from rbx.neural import training as training_lib
+from rbx.neural.agents import AgentState, record
 from rbx.neural.network import Params
 
 
@@ -89,7 +93,7 @@ def lin_rbmle(nu=0.1, n=0.5, lam=1.0) -> Agent:
     nu, n: α(t) = ν t^n (Appendix F: n = 1/2, ν tuned over {1, 0.1, 10⁻³, 10⁻⁵}); traced.
     lam: the ridge λ of V_0 = λI (Appendix F: 1); traced.
   """
-  alpha = agents_lib._schedule(nu, n)
+  alpha = training_lib.schedule(nu, n)
   return _linear("lin_rbmle", lambda t, w2: 0.5 * alpha(t) * w2, lam)
 
 
@@ -115,27 +119,29 @@ def deep_fpl(nu=0.1, lam=1e-3, eta=0.01, **training) -> Agent:
     lam, eta: λ of (10) and the step size η; traced.
     **training: as `rbx.neural.rbmle_ga`.
   """
-  cfg, opt = agents_lib._setup(nu, lam, eta, training)
+  cfg, opt = training_lib.setup(nu, lam, eta, training)
   lik = likelihoods.gaussian
 
-  def init(key, env, capacity):
-    theta0, buf = agents_lib._init_common(key, env, capacity, cfg)
-    return AgentState(theta0, opt.init(theta0), theta0, (), buf, jnp.ones((), jnp.int32))
+  def init(key, spec, horizon):
+    theta0, buf = training_lib.init(key, spec, horizon, cfg)
+    return AgentState(theta0, opt.init(theta0), theta0, (), (), buf, jnp.ones((), jnp.int32))
 
-  def step(key, state, rnd):
+  def act(key, state, obs, spec):
+    del key, spec
+    return state, jnp.argmax(network.predict_each(state.theta, obs.x, obs.block))
+
+  def update(key, state, obs, arm, reward, spec):
+    del spec
     k_noise, k_fit = jax.random.split(key)
-    arm = jnp.argmax(network.predict_each(state.theta, rnd.x, rnd.block))
-    state, info = agents_lib._finish(state, rnd, arm)
+    state = record(state, obs, arm, reward)
     buf = state.buffer
     perturbed = buf._replace(r=buf.r + nu * buf.mask * jax.random.normal(k_noise, buf.r.shape))
-    theta, opt_state = state.theta, state.opt_state
-    if cfg.restart:
-      theta, opt_state = state.theta0, opt.init(state.theta0)
-    theta, opt_state = agents_lib._fit(theta, opt_state, state.theta0, perturbed, k_fit, lik, lam,
-                                       opt, cfg, None)
-    return state._replace(theta=theta, opt_state=opt_state), info
+    theta, opt_state = training_lib.start(state.theta, state.opt_state, state.theta0, opt, cfg)
+    theta, opt_state = training_lib.fit(theta, opt_state, state.theta0, perturbed, k_fit, lik,
+                                        lam, opt, cfg)
+    return state._replace(theta=theta, opt_state=opt_state)
 
-  return Agent("deep_fpl", init, step)
+  return Agent("deep_fpl", init, act, update)
 
 
 def bootstrapped_nn(p=0.8, lam=1e-3, eta=0.01, num_networks: int = 10, **training) -> Agent:
@@ -149,28 +155,33 @@ def bootstrapped_nn(p=0.8, lam=1e-3, eta=0.01, num_networks: int = 10, **trainin
     num_networks: q (Appendix F: 10); static.
     **training: as `rbx.neural.rbmle_ga`.
   """
-  cfg = agents_lib._training(**training)
+  cfg = training_lib.settings(**training)
   q = _checks.positive_int("num_networks", num_networks)
   _checks.in_range("p", p, 0.0, 1.0)
-  opt = agents_lib._optimizer(lam, eta, cfg)
+  opt = training_lib.optimizer(lam, eta, cfg)
   lik = likelihoods.gaussian
 
-  def init(key, env, capacity):
-    init_one = lambda k: network.init(k, env.dim, cfg.width, cfg.depth, env.num_blocks)
+  def init(key, spec, horizon):
+    init_one = lambda k: network.init(k, spec.dim, cfg.width, cfg.depth, spec.num_blocks)
     theta0 = jax.vmap(init_one)(jax.random.split(key, q))
-    buf = buffer_lib.empty(capacity, env.dim, env.num_blocks)
+    buf = buffer_lib.empty(horizon, spec.dim, spec.num_blocks)
     member = jnp.zeros((q,) + buf.mask.shape)
     slot = jnp.zeros((q,) + buf.slot.shape, jnp.int32)
     return BootstrapState(theta0, jax.vmap(opt.init)(theta0), theta0, member, slot,
                           jnp.zeros(q, jnp.int32), buf, jnp.ones((), jnp.int32))
 
-  def step(key, state, rnd):
-    k_pick, k_join, k_fit = jax.random.split(key, 3)
+  def act(key, state, obs, spec):
+    del spec
+    k_pick, _, _ = jax.random.split(key, 3)
     j = jax.random.randint(k_pick, (), 0, q)
     theta_j = jax.tree.map(lambda v: v[j], state.theta)
-    arm = jnp.argmax(network.predict_each(theta_j, rnd.x, rnd.block))
+    return state, jnp.argmax(network.predict_each(theta_j, obs.x, obs.block))
+
+  def update(key, state, obs, arm, reward, spec):
+    del spec
+    _, k_join, k_fit = jax.random.split(key, 3)
     count = state.buffer.count
-    state, info = agents_lib._finish(state, rnd, arm)
+    state = record(state, obs, arm, reward)
     buf = state.buffer
     flat = buf.slot[buf.count - 1]                 # the row the new observation went to
     joined = jax.random.bernoulli(k_join, p, (q,)) & (buf.count > count)
@@ -185,41 +196,44 @@ def bootstrapped_nn(p=0.8, lam=1e-3, eta=0.01, num_networks: int = 10, **trainin
 
     def fit(th, os, th0, mask, rows, n, k):
       own = buf._replace(mask=buf.mask * mask, slot=rows, count=n)      # network i's data
-      return agents_lib._fit(th, os, th0, own, k, lik, lam, opt, cfg, None)
+      return training_lib.fit(th, os, th0, own, k, lik, lam, opt, cfg)
 
     theta, opt_state = jax.vmap(fit)(theta, opt_state, state.theta0, member, slot, counts,
                                      jax.random.split(k_fit, q))
     return state._replace(theta=theta, opt_state=opt_state, member=member, slot=slot,
-                          count=counts), info
+                          count=counts)
 
-  return Agent("bootstrapped_nn", init, step)
-
-
-BASELINES = {"lin_rbmle": lin_rbmle, "lin_ucb": lin_ucb, "deep_fpl": deep_fpl,
-             "bootstrapped_nn": bootstrapped_nn}
+  return Agent("bootstrapped_nn", init, act, update)
 
 
 def _linear(name, bonus, lam) -> Agent:
   """A ridge-regression agent with index θ̂_bᵀx + bonus(t, ‖x‖²_{V_b⁻¹}) per arm."""
   _checks.positive("lam", lam)
 
-  def init(key, env, capacity):
-    del key, capacity
-    B, d = env.num_blocks, env.dim
+  def init(key, spec, horizon):
+    del key, horizon
+    B, d = spec.num_blocks, spec.dim
     v_inv = jnp.broadcast_to(jnp.eye(d) / jnp.asarray(lam, jnp.float32), (B, d, d))
     return LinearState(v_inv, jnp.zeros((B, d)), jnp.ones((), jnp.int32))
 
-  def step(key, state, rnd):
-    del key
-    v_inv = state.v_inv[rnd.block]                                   # (K, d, d)
-    v_inv_x = jnp.einsum("kij,kj->ki", v_inv, rnd.x)                 # V_b⁻¹ x_a
-    w2 = jnp.sum(rnd.x * v_inv_x, axis=1)                            # ‖x_a‖²_{V_b⁻¹}
-    mean = jnp.sum(v_inv_x * state.xr[rnd.block], axis=1)            # θ̂_bᵀx_a (V⁻¹ symmetric)
-    arm = jnp.argmax(mean + bonus(state.t, w2))
-    b, u, r = rnd.block[arm], v_inv_x[arm], rnd.reward[arm]
-    v_inv = state.v_inv.at[b].add(-jnp.outer(u, u) / (1.0 + w2[arm]))   # Sherman–Morrison
-    xr = state.xr.at[b].add(r * rnd.x[arm])
-    info = StepInfo(jnp.max(rnd.mean) - rnd.mean[arm], arm, r)
-    return LinearState(v_inv, xr, state.t + 1), info
+  def scores(state, obs):
+    """V_b⁻¹ x_a (K, d), ‖x_a‖²_{V_b⁻¹} (K,) and the index (K,)."""
+    v_inv = state.v_inv[obs.block]                                   # (K, d, d)
+    v_inv_x = jnp.einsum("kij,kj->ki", v_inv, obs.x)                 # V_b⁻¹ x_a
+    w2 = jnp.sum(obs.x * v_inv_x, axis=1)                            # ‖x_a‖²_{V_b⁻¹}
+    mean = jnp.sum(v_inv_x * state.xr[obs.block], axis=1)            # θ̂_bᵀx_a (V⁻¹ symmetric)
+    return v_inv_x, w2, mean + bonus(state.t, w2)
 
-  return Agent(name, init, step)
+  def act(key, state, obs, spec):
+    del key, spec
+    return state, jnp.argmax(scores(state, obs)[2])
+
+  def update(key, state, obs, arm, reward, spec):
+    del key, spec
+    v_inv_x, w2, _ = scores(state, obs)
+    b, u = obs.block[arm], v_inv_x[arm]
+    v_inv = state.v_inv.at[b].add(-jnp.outer(u, u) / (1.0 + w2[arm]))   # Sherman–Morrison
+    xr = state.xr.at[b].add(reward * obs.x[arm])
+    return LinearState(v_inv, xr, state.t + 1)
+
+  return Agent(name, init, act, update)

@@ -59,9 +59,7 @@ def tile_size(capacity: int, num_blocks: int) -> int:
   """Rows per tile, S = min(`TILE_ROWS`, capacity), whatever the capacity: passes cover the
   used tiles only, so the part-filled tiles (at most one per block) cost at most B·S rows
   (B·S = 224 at K = 7, against t = 100 stored rows), while batched (S, d) @ (d, m) training
-  products run slower per row at small S (one core, d = 54, m = 100: 42, 54, 61 and 50
-  GFLOP/s at S = 8, 16, 32 and 64; S = 32 was also the best full-batch round time at
-  t = 100 and t = 2000)."""
+  products run slower per row at small S (see benchmarks/README.md)."""
   del num_blocks
   return min(TILE_ROWS, capacity)
 

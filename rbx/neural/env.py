@@ -5,8 +5,13 @@ classification bandit uses the disjoint encoding of Appendix F — arm i's conte
 d'K-vector with x in block i, represented by (x, block i) and never built — and the synthetic
 bandits give each arm its own context on the unit sphere with one shared block.
 
-An environment is a pytree (its arrays can be traced) with `reset(key) -> stream` (the
-per-seed data order) and `round(stream, key, t) -> Round` for t = 1, 2, …
+An environment is a pytree (its arrays can be traced) implementing `rbx.core.Environment`:
+`spec` (a `Spec`: what the learner is told), `reset(key)` (the per-seed state),
+`observe(key, state) -> (state, Context)` for the next round and
+`feedback(key, state, obs, arm) -> (reward, regret)` with the same key as `observe`, where
+the regret is max_a E[r_{t,a}] − E[r_{t,arm}], a term of (1). The learner sees only the
+`Context` and its arm's reward; `means` (the expected rewards of every arm) is the
+environment's own.
 """
 from __future__ import annotations
 
@@ -21,19 +26,39 @@ import numpy as np
 from rbx import _checks
 
 
-class Round(NamedTuple):
-  """One round's contexts and rewards. Shapes: K arms, d features.
+class Spec(NamedTuple):
+  """What the learner is told about a bandit (Python ints).
+
+  Attributes:
+    dim: d, the features of an arm's context.
+    num_arms: K.
+    num_blocks: the first layer's blocks: K under the disjoint encoding, 1 for shared contexts.
+  """
+  dim: int
+  num_arms: int
+  num_blocks: int
+
+
+class Context(NamedTuple):
+  """One round's observation: the arms' contexts. Shapes: K arms, d features.
 
   Attributes:
     x: the arms' features, (K, d).
     block: the arms' first-layer blocks, (K,) int.
-    mean: expected rewards E[r_{t,a}], (K,): the regret is max(mean) − mean[a_t].
-    reward: a draw of every arm's reward r_{t,a}, (K,); an agent reads only reward[a_t].
   """
   x: chex.Array
   block: chex.Array
-  mean: chex.Array
-  reward: chex.Array
+
+
+class ClassificationState(NamedTuple):
+  """A classification bandit's per-seed state.
+
+  Attributes:
+    order: the seed's shuffled order of the data, (n,) int.
+    t: the rounds observed so far, int32 scalar; round t uses row order[(t − 1) mod n].
+  """
+  order: chex.Array
+  t: chex.Array
 
 
 def _pytree(*meta):
@@ -67,17 +92,38 @@ class ClassificationEnv:
     """The first layer's blocks: K, one per arm (the disjoint encoding)."""
     return self.num_arms
 
-  def reset(self, key: chex.PRNGKey) -> chex.Array:
-    """The seed's shuffled order of the data, (n,); round t uses row order[(t − 1) mod n]."""
-    return jax.random.permutation(key, self.features.shape[0])
+  @property
+  def spec(self) -> Spec:
+    """(d', K, K): the disjoint encoding has one first-layer block per arm."""
+    return Spec(self.dim, self.num_arms, self.num_blocks)
 
-  def round(self, stream: chex.Array, key: chex.PRNGKey, t) -> Round:
-    """Round t: row order[(t − 1) mod n] for every arm (arm a in block a); reward 1 at the label."""
+  def reset(self, key: chex.PRNGKey) -> ClassificationState:
+    """The seed's shuffled order of the data, (n,), before round 1."""
+    return ClassificationState(jax.random.permutation(key, self.features.shape[0]),
+                               jnp.zeros((), jnp.int32))
+
+  def row(self, state: ClassificationState) -> chex.Array:
+    """The data row of the round last observed: order[(t − 1) mod n]."""
+    return state.order[(state.t - 1) % state.order.shape[0]]
+
+  def observe(self, key: chex.PRNGKey, state: ClassificationState):
+    """The next round t: row order[(t − 1) mod n] for every arm (arm a in block a)."""
     del key
-    i = stream[(t - 1) % stream.shape[0]]
+    state = state._replace(t=state.t + 1)
     K = self.num_arms
-    mean = jax.nn.one_hot(self.labels[i], K)
-    return Round(jnp.broadcast_to(self.features[i], (K, self.dim)), jnp.arange(K), mean, mean)
+    x = jnp.broadcast_to(self.features[self.row(state)], (K, self.dim))
+    return state, Context(x, jnp.arange(K))
+
+  def means(self, state: ClassificationState, obs: Context) -> chex.Array:
+    """E[r_{t,a}] of every arm, (K,): 1 at the row's label, else 0."""
+    del obs
+    return jax.nn.one_hot(self.labels[self.row(state)], self.num_arms)
+
+  def feedback(self, key: chex.PRNGKey, state: ClassificationState, obs: Context, arm):
+    """(reward 1 if `arm` is the row's label else 0, regret max_a E[r_a] − E[r_arm])."""
+    del key
+    mean = self.means(state, obs)
+    return mean[arm], jnp.max(mean) - mean[arm]
 
 
 SYNTHETIC_REWARDS = ("linear", "quadratic", "cosine")
@@ -109,6 +155,11 @@ class SyntheticEnv:
     """One block: every arm's context goes through the same first layer."""
     return 1
 
+  @property
+  def spec(self) -> Spec:
+    """(d, K, 1): every arm's context goes through the same first layer."""
+    return Spec(self.dim, self.num_arms, self.num_blocks)
+
   def reset(self, key: chex.PRNGKey) -> chex.Array:
     """No per-seed data order (contexts are drawn afresh each round): a placeholder."""
     del key
@@ -119,15 +170,27 @@ class SyntheticEnv:
     s = x @ self.a
     return {"linear": s, "quadratic": 10.0 * s ** 2, "cosine": jnp.cos(3.0 * s)}[self.reward]
 
-  def round(self, stream, key: chex.PRNGKey, t) -> Round:
-    """Round t: K fresh contexts on the unit sphere, rewards h(x) + noise·N(0, 1)."""
-    del stream, t
-    kx, kr = jax.random.split(key)
+  def observe(self, key: chex.PRNGKey, state):
+    """K fresh contexts on the unit sphere, drawn from the first half of split(key)."""
+    kx, _ = jax.random.split(key)
     x = jax.random.normal(kx, (self.num_arms, self.dim))
     x = x / jnp.linalg.norm(x, axis=1, keepdims=True)
-    mean = self.h(x)
+    return state, Context(x, jnp.zeros(self.num_arms, jnp.int32))
+
+  def means(self, state, obs: Context) -> chex.Array:
+    """E[r_{t,a}] = h(x_{t,a}) of every arm, (K,)."""
+    del state
+    return self.h(obs.x)
+
+  def feedback(self, key: chex.PRNGKey, state, obs: Context, arm):
+    """(r_{t,arm} = h(x_{t,arm}) + noise·N(0, 1), regret max_a h(x_{t,a}) − h(x_{t,arm})).
+
+    The noise of all K arms is drawn from the second half of split(key) (`observe`'s key), and
+    the arm's entry taken."""
+    _, kr = jax.random.split(key)
+    mean = self.means(state, obs)
     reward = mean + self.noise * jax.random.normal(kr, (self.num_arms,))
-    return Round(x, jnp.zeros(self.num_arms, jnp.int32), mean, reward)
+    return reward[arm], jnp.max(mean) - mean[arm]
 
 
 Env = ClassificationEnv | SyntheticEnv

@@ -98,8 +98,7 @@ def first_layer(W1: chex.Array, x: chex.Array) -> chex.Array:
 
   Its VJP is the usual one; it only lays xᵀ out as (G, d, n) in memory before the weight
   gradient xᵀ @ dh (contracting n, a handful of rows). Left to itself XLA folds the transpose
-  into the product, which XLA:CPU then runs about 1.6× slower (measured at n = 10–32, d = 54,
-  m = 100: training steps 24 → 54 GFLOP/s per core with this and the input-major layout).
+  into the product, which XLA:CPU then runs slower (see benchmarks/README.md).
   Being a `custom_vjp`, it supports reverse-mode autodiff (grad, vjp), not `jax.jvp`.
   """
   return jnp.einsum("gnd,gdm->gnm", x, W1)

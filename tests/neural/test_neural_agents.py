@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from helpers import jit_play, observe, play, toy_data
 from rbx import neural
 from rbx.neural import network
 
@@ -27,9 +28,10 @@ def regret():
                       seeds=2, steps=T)
 
 
+@pytest.mark.slow
 def test_every_agent_learns_sublinearly_and_beats_random_play(regret):
   assert regret.axes == ("agent", "seed", "step") and regret.regret.shape == (len(VARIANTS), 2, T)
-  rounds = jax.vmap(lambda k: ENV.round(None, k, 1))(jax.random.split(jax.random.key(9), 20000))
+  rounds = jax.vmap(lambda k: observe(ENV, k))(jax.random.split(jax.random.key(9), 20000))
   random_per_step = float(jnp.mean(rounds.mean.max(1) - rounds.mean.mean(1)))
   first = regret.regret[..., : T // 2].sum(-1).mean(-1)
   second = regret.regret[..., T // 2:].sum(-1).mean(-1)
@@ -40,7 +42,7 @@ def test_every_agent_learns_sublinearly_and_beats_random_play(regret):
 
 
 def _round(key):
-  return ENV.round(None, key, 1)
+  return observe(ENV, key)
 
 
 def _dense(theta, compact, blocks):
@@ -50,34 +52,35 @@ def _dense(theta, compact, blocks):
 def test_ga_first_rounds_match_one_ascent_step_of_12():
   nu, eta, lam, zeta = 0.7, 0.05, 0.01, 1.5
   agent = neural.rbmle_ga(nu=nu, eta=eta, lam=lam, zeta=zeta, train_steps=1, restart=True)
-  state = agent.init(jax.random.key(0), ENV, 8)
+  state = agent.init(jax.random.key(0), ENV.spec, 8)
   theta0 = state.theta0
   m = theta0.w.shape[0]
   p0 = np.asarray(jax.flatten_util.ravel_pytree(theta0)[0])
   unravel = jax.flatten_util.ravel_pytree(theta0)[1]
   # round 1: empty history, α(1) = ν, ∇ of (12) at θ_0 is α g(x_a; θ_0)
   rnd = _round(jax.random.key(1))
-  _, g = network.arm_grads(theta0, rnd.x, rnd.block)
-  tilde = p0 + eta * nu * _dense(theta0, g, rnd.block)                          # (K, p)
-  f = np.array([network.apply(unravel(v), x, 0) for v, x in zip(tilde, rnd.x)])
+  obs = rnd.obs
+  _, g = network.arm_grads(theta0, obs.x, obs.block)
+  tilde = p0 + eta * nu * _dense(theta0, g, obs.block)                          # (K, p)
+  f = np.array([network.apply(unravel(v), x, 0) for v, x in zip(tilde, obs.x)])
   index = -m * lam / 2 * ((tilde - p0) ** 2).sum(1) + nu * zeta * f            # (13) with ζ
-  state1, info = agent.step(jax.random.key(2), state, rnd)
+  state1, info = play(ENV, agent, jax.random.key(2), state, rnd)
   np.testing.assert_allclose(jax.vmap(lambda t: jax.flatten_util.ravel_pytree(t)[0])(state1.theta),
                              tilde, rtol=1e-5, atol=1e-7)
   assert int(info.arm) == int(np.argmax(index))
   assert float(info.regret) == pytest.approx(float(rnd.mean.max() - rnd.mean[info.arm]))
   # round 2 restarted from θ_0: ∇ of (12)/n is (r_1 − f(x_1; θ_0)) g(x_1; θ_0) + α(2) g(x_{2,a}; θ_0)
   rnd2 = _round(jax.random.key(3))
-  _, g1 = network.arm_grads(theta0, rnd.x[info.arm][None], rnd.block[:1])
-  _, g2 = network.arm_grads(theta0, rnd2.x, rnd2.block)
-  expect = p0 + eta * (float(info.reward) * _dense(theta0, g1, rnd.block[:1])
-                       + nu * np.sqrt(2.0) * _dense(theta0, g2, rnd2.block))
-  state2, _ = agent.step(jax.random.key(4), state1, rnd2)
+  _, g1 = network.arm_grads(theta0, obs.x[info.arm][None], obs.block[:1])
+  _, g2 = network.arm_grads(theta0, rnd2.obs.x, rnd2.obs.block)
+  expect = p0 + eta * (float(info.reward) * _dense(theta0, g1, obs.block[:1])
+                       + nu * np.sqrt(2.0) * _dense(theta0, g2, rnd2.obs.block))
+  state2, _ = play(ENV, agent, jax.random.key(4), state1, rnd2)
   np.testing.assert_allclose(jax.vmap(lambda t: jax.flatten_util.ravel_pytree(t)[0])(state2.theta),
                              expect, rtol=1e-4, atol=1e-6)
   # warm start continues from θ̃_{1,a} instead
   warm = neural.rbmle_ga(nu=nu, eta=eta, lam=lam, zeta=zeta, train_steps=1)
-  state2w, _ = warm.step(jax.random.key(4), state1, rnd2)
+  state2w, _ = play(ENV, warm, jax.random.key(4), state1, rnd2)
   assert not np.allclose(jax.vmap(lambda t: jax.flatten_util.ravel_pytree(t)[0])(state2w.theta),
                          expect, atol=1e-4)
 
@@ -86,26 +89,27 @@ def test_ga_first_rounds_match_one_ascent_step_of_12():
 def test_pc_and_ucb_first_round_indices(prec):
   nu, lam = 0.3, 0.01
   rnd = _round(jax.random.key(5))
+  obs = rnd.obs
   pc = neural.rbmle_pc(nu=nu, lam=lam, precision=prec)
-  state = pc.init(jax.random.key(0), ENV, 8)
+  state = pc.init(jax.random.key(0), ENV.spec, 8)
   theta0, m = state.theta0, state.theta0.w.shape[0]
   p0, unravel = jax.flatten_util.ravel_pytree(theta0)
-  _, g = network.arm_grads(theta0, rnd.x, rnd.block)
-  G = _dense(theta0, g, rnd.block)
+  _, g = network.arm_grads(theta0, obs.x, obs.block)
+  G = _dense(theta0, g, obs.block)
   bar = np.asarray(p0) + nu / m * G / lam                   # (15) with Z_0 = λI, α(1) = ν
-  index = [network.apply(unravel(v), x, 0) for v, x in zip(bar, rnd.x)]
-  state1, info = pc.step(jax.random.key(1), state, rnd)
+  index = [network.apply(unravel(v), x, 0) for v, x in zip(bar, obs.x)]
+  state1, info = play(ENV, pc, jax.random.key(1), state, rnd)
   assert int(info.arm) == int(np.argmax(index))
   # Z_1 = λI + g(x_1; θ̂_1) g(x_1; θ̂_1)ᵀ / m at the newly trained θ̂_1 (line 10)
-  _, g_new = network.arm_grads(state1.theta, rnd.x[info.arm][None], rnd.block[:1])
-  gd = _dense(theta0, g_new, rnd.block[:1])[0]
+  _, g_new = network.arm_grads(state1.theta, obs.x[info.arm][None], obs.block[:1])
+  gd = _dense(theta0, g_new, obs.block[:1])[0]
   z1 = np.diag(np.full(gd.size, lam)) + np.outer(gd, gd) / m
   got = (np.asarray(jax.flatten_util.ravel_pytree(state1.z)[0]) if prec == "diag"
          else np.linalg.inv(np.asarray(state1.z, np.float64)))
   np.testing.assert_allclose(got, np.diag(z1) if prec == "diag" else z1, rtol=2e-3, atol=2e-4)
 
   ucb = neural.neural_ucb(nu=nu, lam=lam, precision=prec)
-  state1, info = ucb.step(jax.random.key(1), ucb.init(jax.random.key(0), ENV, 8), rnd)
+  state1, info = play(ENV, ucb, jax.random.key(1), ucb.init(jax.random.key(0), ENV.spec, 8), rnd)
   assert int(info.arm) == int(np.argmax(nu * np.sqrt((G ** 2).sum(1) / (lam * m))))
   # NeuralUCB adds the selection-time gradient g(x_1; θ_0)
   ga = G[int(info.arm)]
@@ -118,13 +122,13 @@ def test_pc_and_ucb_first_round_indices(prec):
 def test_ts_without_exploration_is_greedy_like_ucb():
   ts = neural.simulate(ENV, neural.neural_ts(nu=0.0), jax.random.key(3), 40)
   ucb = neural.simulate(ENV, neural.neural_ucb(nu=0.0), jax.random.key(3), 40)
-  np.testing.assert_array_equal(ts.arm, ucb.arm)
+  np.testing.assert_array_equal(ts.action, ucb.action)
   explore = neural.simulate(ENV, neural.neural_ts(nu=1.0), jax.random.key(3), 40)
-  assert not np.array_equal(explore.arm, ts.arm)
+  assert not np.array_equal(explore.action, ts.action)
 
 
 def test_one_seed_alone_equals_the_same_seed_in_a_traced_sweep():
-  env = neural.classification(*_toy_data())
+  env = neural.classification(*toy_data())
   build = lambda nu, lam, eta, n: (env, neural.rbmle_pc(nu=nu, lam=lam, eta=eta, n=n))
   res = neural.sweep(build, {"nu": [0.1, 1.0], "lam": [1e-3], "eta": [0.01, 0.03], "n": [0.5, 1.0]},
                      seeds=[2, 5], steps=60)
@@ -142,15 +146,39 @@ def test_one_seed_alone_equals_the_same_seed_in_a_traced_sweep():
                              atol=1e-6)
 
 
+def test_width_is_a_static_field_of_a_python_sweep():
+  """The registry declares `width` static, so the sweep loops over it in Python (the
+  constructor sees an int) and the results have a "width" axis."""
+  build = lambda width: (ENV, neural.neural_ucb(width=width, train_steps=2))
+  res = neural.sweep(build, {"width": [16, 32]}, seeds=2, steps=10)
+  assert res.axes == ("width", "seed", "step") and res.regret.shape == (2, 2, 10)
+  np.testing.assert_array_equal(res.coords["width"], [16, 32])
+  alone = neural.simulate(*build(16), jax.random.key(1), 10).regret
+  np.testing.assert_allclose(res.sel(width=16, seed=1).regret, alone, atol=1e-6)
+
+
+def test_simulate_returns_transitions_of_what_the_agent_saw():
+  out = neural.simulate(ENV, neural.neural_ucb(train_steps=2), jax.random.key(0), 12)
+  assert isinstance(out, neural.Transition) and isinstance(out.obs, neural.Context)
+  assert neural.Context._fields == ("x", "block")          # no means or rewards in the obs
+  assert out.obs.x.shape == (12, 4, 5) and out.obs.block.shape == (12, 4)
+  assert out.action.shape == out.feedback.shape == out.regret.shape == (12,)
+  assert out.regret.dtype == jnp.float32
+  mean = jax.vmap(ENV.means, (None, 0))(None, out.obs)                    # h(x), (12, K)
+  np.testing.assert_allclose(out.regret, mean.max(1) - mean[jnp.arange(12), out.action],
+                             rtol=1e-6, atol=1e-6)
+
+
 def test_ga_arm_batches_solve_the_same_arm_problems():
   """The K = 4 arm problems one after another, in vmapped batches of 3 (and a remainder of 1)
   and all at once: the same θ̃_{t,a} to float32 rounding, so the same arms."""
   def run(arm_batch):
     agent = neural.rbmle_ga(nu=0.5, arm_batch=arm_batch, train_steps=3)
-    state = agent.init(jax.random.key(0), ENV, 16)
+    state = agent.init(jax.random.key(0), ENV.spec, 16)
+    step = jit_play(ENV, agent)
     arms = []
     for t in range(8):
-      state, info = jax.jit(agent.step)(jax.random.key(10 + t), state, _round(jax.random.key(t)))
+      state, info = step(jax.random.key(10 + t), state, _round(jax.random.key(t)))
       arms.append(int(info.arm))
     return arms, jax.flatten_util.ravel_pytree(state.theta)[0]
   arms, theta = run(1)
@@ -158,12 +186,6 @@ def test_ga_arm_batches_solve_the_same_arm_problems():
     other_arms, other_theta = run(batch)
     assert other_arms == arms
     np.testing.assert_allclose(other_theta, theta, rtol=1e-5, atol=1e-6)
-
-
-def _toy_data():
-  rng = np.random.default_rng(0)
-  X = rng.normal(size=(200, 6))
-  return X, np.argmax(X @ rng.normal(size=(6, 3)), 1)
 
 
 @pytest.mark.parametrize("name,kw,field", [

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from helpers import jit_play, observe, play, toy_data
 from rbx import neural
-from test_neural_agents import _toy_data
 
 T = 1000
 ENV = neural.synthetic("linear", dim=5, num_arms=4, noise=0.1, seed=0)
@@ -21,9 +21,10 @@ def regret():
                       {"agent": list(BASELINES)}, seeds=2, steps=T)
 
 
+@pytest.mark.slow
 def test_every_baseline_learns_sublinearly_and_far_below_random_play(regret):
   assert regret.regret.shape == (len(BASELINES), 2, T)
-  rounds = jax.vmap(lambda k: ENV.round(None, k, 1))(jax.random.split(jax.random.key(9), 20000))
+  rounds = jax.vmap(lambda k: observe(ENV, k))(jax.random.split(jax.random.key(9), 20000))
   random_total = T * float(jnp.mean(rounds.mean.max(1) - rounds.mean.mean(1)))
   first = regret.regret[..., : T // 2].sum(-1).mean(-1)
   second = regret.regret[..., T // 2:].sum(-1).mean(-1)
@@ -34,27 +35,29 @@ def test_every_baseline_learns_sublinearly_and_far_below_random_play(regret):
 
 @pytest.mark.parametrize("name", ["lin_rbmle", "lin_ucb"])
 def test_linear_index_and_sherman_morrison_match_explicit_inverses(name):
-  X, y = _toy_data()
+  X, y = toy_data()
   env = neural.classification(X, y)
   nu, lam = 0.7, 0.5
   agent = neural.get(name, nu=nu, lam=lam)
-  state = agent.init(jax.random.key(0), env, 50)
-  stream = env.reset(jax.random.key(1))
+  state = agent.init(jax.random.key(0), env.spec, 50)
+  env_state = env.reset(jax.random.key(1))
   played = {b: [] for b in range(env.num_arms)}
   for t in range(1, 31):
-    rnd = env.round(stream, None, t)
+    rnd = observe(env, None, env_state)
+    env_state, obs = rnd.env_state, rnd.obs
     V = [_gram(played[b], lam, env.dim) for b in range(env.num_arms)]
     xr = [sum((r * x for x, r in played[b]), np.zeros(env.dim)) for b in range(env.num_arms)]
     index = []
-    for x, b in zip(np.asarray(rnd.x, np.float64), np.asarray(rnd.block)):
+    for x, b in zip(np.asarray(obs.x, np.float64), np.asarray(obs.block)):
       v_inv = np.linalg.inv(V[b])
       w2 = x @ v_inv @ x
       bonus = 0.5 * nu * np.sqrt(t) * w2 if name == "lin_rbmle" else nu * np.sqrt(w2)
       index.append(x @ v_inv @ xr[b] + bonus)
-    state, info = agent.step(None, state, rnd)
+    state, info = play(env, agent, None, state, rnd)
     a = int(info.arm)
     assert a == int(np.argmax(index)), t
-    played[int(rnd.block[a])].append((np.asarray(rnd.x[a], np.float64), float(rnd.reward[a])))
+    assert float(info.reward) == float(rnd.mean[a])
+    played[int(obs.block[a])].append((np.asarray(obs.x[a], np.float64), float(info.reward)))
   # V is block-diagonal over arms under the disjoint encoding: one (d', d') block per arm
   assert state.v_inv.shape == (env.num_arms, env.dim, env.dim)
   for b in range(env.num_arms):
@@ -69,11 +72,11 @@ def _gram(played, lam, d):
 
 def test_bootstrap_networks_see_about_p_of_the_data_and_differ():
   agent = neural.bootstrapped_nn(p=0.8, num_networks=4, train_steps=2)
-  state = agent.init(jax.random.key(0), ENV, 400)
-  step = jax.jit(agent.step)
+  state = agent.init(jax.random.key(0), ENV.spec, 400)
+  step = jit_play(ENV, agent)
   for t in range(1, 401):
     state, _ = step(jax.random.fold_in(jax.random.key(1), t), state,
-                    ENV.round(None, jax.random.fold_in(jax.random.key(2), t), t))
+                    observe(ENV, jax.random.fold_in(jax.random.key(2), t)))
   member, mask = np.asarray(state.member), np.asarray(state.buffer.mask)
   assert (member <= mask).all() and mask.sum() == 400
   frac = member.sum((1, 2)) / 400
@@ -88,7 +91,7 @@ def test_bootstrap_networks_see_about_p_of_the_data_and_differ():
 
 
 def test_nu_is_traced_in_a_sweep_and_matches_simulate():
-  env = neural.classification(*_toy_data())
+  env = neural.classification(*toy_data())
   for name in ["lin_rbmle", "deep_fpl"]:
     build = lambda nu, name=name: (env, neural.get(name, nu=nu))
     res = neural.sweep(build, {"nu": [1.0, 1e-3]}, seeds=[3], steps=40)

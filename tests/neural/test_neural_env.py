@@ -12,38 +12,60 @@ X = RNG.normal(size=(30, 4)).astype(np.float32)
 Y = RNG.integers(0, 3, size=30)
 
 
+def _rewards(env, key, env_state, obs):
+  """Every arm's (reward, regret) for one round, as if each arm were played: (K,), (K,)."""
+  return jax.vmap(lambda a: env.feedback(key, env_state, obs, a))(jnp.arange(env.num_arms))
+
+
 def test_classification_rounds_follow_a_per_seed_shuffle():
   env = neural.classification(X, Y)
   assert (env.num_arms, env.num_blocks, env.dim) == (3, 3, 4)
+  assert env.spec == neural.Spec(dim=4, num_arms=3, num_blocks=3)
   rows = []
   for key in (jax.random.key(0), jax.random.key(1)):
-    stream = env.reset(key)
+    state = env.reset(key)
+    order = np.asarray(state.order)
     seen = []
     for t in range(1, 31):
-      rnd = env.round(stream, key, t)
-      i = int(stream[t - 1])
-      np.testing.assert_allclose(rnd.x, np.tile(X[i] / np.linalg.norm(X[i]), (3, 1)), rtol=1e-6)
-      np.testing.assert_array_equal(rnd.block, np.arange(3))
-      np.testing.assert_array_equal(rnd.reward, np.eye(3)[Y[i]])
+      state, obs = env.observe(key, state)
+      assert int(state.t) == t
+      i = int(order[t - 1])
+      np.testing.assert_allclose(obs.x, np.tile(X[i] / np.linalg.norm(X[i]), (3, 1)), rtol=1e-6)
+      np.testing.assert_array_equal(obs.block, np.arange(3))
+      reward, regret = _rewards(env, key, state, obs)
+      np.testing.assert_array_equal(reward, np.eye(3)[Y[i]])
+      np.testing.assert_array_equal(regret, 1.0 - np.eye(3)[Y[i]])
+      np.testing.assert_array_equal(env.means(state, obs), np.eye(3)[Y[i]])
       seen.append(i)
     assert sorted(seen) == list(range(30))               # every example once per pass
     rows.append(seen)
   assert rows[0] != rows[1]                              # shuffled per seed
+  # round t uses row order[(t − 1) mod n]: the second pass repeats the first
+  state, obs = env.observe(None, state)
+  assert int(env.row(state)) == int(order[0])
 
 
 def test_synthetic_rewards():
   for kind, h in [("linear", lambda s: s), ("quadratic", lambda s: 10 * s ** 2),
                   ("cosine", lambda s: np.cos(3 * s))]:
     env = neural.synthetic(kind, dim=6, num_arms=5, noise=0.0, seed=3)
-    rnd = env.round(env.reset(jax.random.key(0)), jax.random.key(1), 1)
-    assert rnd.x.shape == (5, 6)
-    np.testing.assert_allclose(np.linalg.norm(rnd.x, axis=1), 1.0, rtol=1e-5)
-    np.testing.assert_allclose(rnd.mean, h(np.asarray(rnd.x) @ np.asarray(env.a)), rtol=1e-4,
+    assert env.spec == neural.Spec(dim=6, num_arms=5, num_blocks=1)
+    state, obs = env.observe(jax.random.key(1), env.reset(jax.random.key(0)))
+    assert obs.x.shape == (5, 6)
+    np.testing.assert_allclose(np.linalg.norm(obs.x, axis=1), 1.0, rtol=1e-5)
+    mean = env.means(state, obs)
+    np.testing.assert_allclose(mean, h(np.asarray(obs.x) @ np.asarray(env.a)), rtol=1e-4,
                                atol=1e-5)
-    np.testing.assert_allclose(rnd.reward, rnd.mean)     # noise = 0
+    reward, regret = _rewards(env, jax.random.key(1), state, obs)
+    np.testing.assert_allclose(reward, mean)             # noise = 0
+    np.testing.assert_allclose(regret, mean.max() - mean, rtol=1e-6)
   noisy = neural.synthetic("linear", noise=0.5)
-  rnd = noisy.round(noisy.reset(jax.random.key(0)), jax.random.key(1), 1)
-  assert np.abs(rnd.reward - rnd.mean).max() > 1e-3
+  key = jax.random.key(1)
+  state, obs = noisy.observe(key, noisy.reset(jax.random.key(0)))
+  reward, _ = _rewards(noisy, key, state, obs)
+  assert np.abs(reward - noisy.means(state, obs)).max() > 1e-3
+  # the noise comes from the round's key: the same key gives the same reward
+  np.testing.assert_array_equal(reward, _rewards(noisy, key, state, obs)[0])
 
 
 @pytest.mark.parametrize("args,field", [

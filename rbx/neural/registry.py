@@ -1,0 +1,117 @@
+"""The neural family's registry: its environments and agents, each with its parameters
+declared once (`rbx.core.registry`), for TOML configs, `rbx run` and the sweep's static
+fields.
+
+Reals (ν, n, λ, η, ζ, p, the reward noise) are traced: a grid over them runs in one program.
+Everything else is static, one program per value: the network and training settings
+(`width`, `depth`, `train_steps`, `batch_size`, `restart`, `optimizer`), GA's `arm_batch`,
+BootstrappedNN's `num_networks`, and the names (`likelihood`, `precision`, the environment's
+`reward`, `dataset`, ...).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from rbx import data as data_lib
+from rbx.core import registry
+from rbx.core.protocol import Agent
+from rbx.core.registry import Param, boolean, integer, real, string
+from rbx.neural import agents, baselines, likelihoods, precision, training
+from rbx.neural import env as env_lib
+
+
+def default_seed_batch() -> int:
+  """Seeds vmapped at once by default: 1 on a CPU, 64 on an accelerator.
+
+  A neural seed's round is many products of rows × (d, m) blocks, large enough to keep a CPU
+  core busy alone; vmapping seeds batches them further and, for full-batch training, turns
+  the loop over the history's chunks into a masked loop over the longest seed's, which runs
+  slower per seed-step on a CPU than each seed unbatched (see benchmarks/README.md).
+  """
+  return 1 if jax.default_backend() == "cpu" else 64
+
+
+def load_classification(dataset: str | None = None, data_dir: str | None = None,
+                        label: str = "label", num_arms: int | None = None
+                        ) -> env_lib.ClassificationEnv:
+  """The classification bandit of a data set: `rbx.data.load(dataset, data_dir=...,
+  label=...)` as `rbx.neural.classification` (K = `num_arms`, default the number of classes).
+
+  Raises:
+    ValueError: no `dataset`, or a malformed file. FileNotFoundError: no such data set.
+  """
+  if dataset is None:
+    raise ValueError("dataset=? is needed by env 'classification': a data set name or CSV path")
+  ds = data_lib.load(dataset, data_dir=data_dir, label=label)
+  return env_lib.classification(ds.features, ds.labels, num_arms)
+
+
+def load_env(name: str, params: dict[str, Any]):
+  """The environment `name` from its declared parameters (the classification bandit reads its
+  data set, see `load_classification`)."""
+  return FAMILY.envs[name].make(**params)
+
+
+FAMILY = registry.family("neural", env_types=(env_lib.ClassificationEnv, env_lib.SyntheticEnv),
+                         seed_batch=default_seed_batch, load_env=load_env)
+
+FAMILY.env("synthetic", env_lib.synthetic, {
+    "reward": string(env_lib.SYNTHETIC_REWARDS, doc="h(x): xᵀa, 10(xᵀa)² or cos(3xᵀa)"),
+    "dim": integer(1, doc="d, the contexts' dimension"),
+    "num_arms": integer(2, doc="K"),
+    "noise": real(0.0, doc="the reward noise's standard deviation"),
+    "seed": integer(0, doc="draws the unit vector a of h"),
+})
+FAMILY.env("classification", load_classification, {
+    "dataset": string(doc="a data set name in the data directory, or a CSV path"),
+    "data_dir": string(doc="the data directory (default $RBX_DATA_DIR or the per-user one)"),
+    "label": string(doc="the class column"),
+    "num_arms": integer(2, doc="K (default: the number of classes)"),
+})
+
+# the network and its training (`rbx.neural.training.settings`), static
+TRAINING: dict[str, Param] = {
+    "width": integer(2, doc="m, the network's width (even)"),
+    "depth": integer(2, doc="L, the network's depth"),
+    "train_steps": integer(1, doc="J, optimiser steps per round"),
+    "batch_size": integer(1, optional=True, doc="B, minibatch rows per step (None: full batch)"),
+    "restart": boolean(doc="train every round from θ_0 (else warm start)"),
+    "optimizer": string(training.OPTIMIZERS, doc="sgd (gradient ascent) or adam"),
+}
+_NU = real(0.0, doc="ν: α(t) = ν t^n, or the exploration weight")
+_N = real(0.0, doc="n of α(t) = ν t^n")
+_LAM = real(0.0, doc="λ, the regulariser of (10) (> 0)")
+_ETA = real(0.0, doc="η, the optimiser's step size (> 0)")
+_PRECISION = string(precision.PRECISIONS, doc="Z⁻¹: diag (Appendix F) or exact (Sherman–Morrison)")
+
+FAMILY.agent("rbmle_ga", agents.rbmle_ga, {
+    "nu": _NU, "n": _N, "lam": _LAM, "eta": _ETA,
+    "zeta": real(0.0, doc="ζ, the index's weight on the bias term"),
+    "likelihood": string(likelihoods.LIKELIHOODS, doc="the surrogate likelihood of (9)"),
+    "arm_batch": integer(1, optional=True, doc="arm problems vmapped at once (None: auto)"),
+    **TRAINING,
+})
+FAMILY.agent("rbmle_pc", agents.rbmle_pc, {
+    "nu": _NU, "n": _N, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, **TRAINING})
+FAMILY.agent("neural_ucb", agents.neural_ucb, {
+    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, **TRAINING})
+FAMILY.agent("neural_ts", agents.neural_ts, {
+    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, **TRAINING})
+FAMILY.agent("lin_rbmle", baselines.lin_rbmle, {"nu": _NU, "n": _N, "lam": _LAM})
+FAMILY.agent("lin_ucb", baselines.lin_ucb, {"nu": _NU, "lam": _LAM})
+FAMILY.agent("deep_fpl", baselines.deep_fpl, {
+    "nu": real(0.0, doc="ν, the reward perturbation's scale"), "lam": _LAM, "eta": _ETA,
+    **TRAINING})
+FAMILY.agent("bootstrapped_nn", baselines.bootstrapped_nn, {
+    "p": real(0.0, 1.0, doc="the probability that an observation joins a network's data"),
+    "lam": _LAM, "eta": _ETA,
+    "num_networks": integer(1, doc="q, the number of networks"),
+    **TRAINING,
+})
+
+
+def get(name: str, **params) -> Agent:
+  """The neural agent `name` (one of `FAMILY.agents`) built from `params`."""
+  return FAMILY.get_agent(name, **params)
