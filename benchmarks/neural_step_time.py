@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 from neural_torch_reference import covertype_like  # noqa: E402
 
 from rbx import data, neural  # noqa: E402
-from rbx.core import devices as devices_lib, driver, loop  # noqa: E402
+from rbx.core import devices as devices_lib, driver, protocol  # noqa: E402
 from rbx.core.grid import Grid  # noqa: E402
 
 SATIMAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "shared",
@@ -63,26 +63,29 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
   of `capacity`, mean over `repeats` chunks of the compiled program: the sweep driver's own
   program (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices` CPU
   devices and vmapped `seed_batch` at a time (1: each seed's step unbatched, in sequence)."""
-  run = neural.make_run(env, agent, capacity)
+  run = protocol.pair(env, agent, capacity)
 
   def prefilled(key):
     """The run's carry after `history` rounds of uniformly random play."""
-    stream, state = run.init(key)
+    env_state, state = run.init(key)
     k_round, k_arm = jax.random.split(jax.random.fold_in(key, 2 ** 31))
 
-    def add(i, buf):
-      rnd = env.round(stream, jax.random.fold_in(k_round, i), i + 1)
+    def add(i, carry):
+      played, buf = carry
+      k = jax.random.fold_in(k_round, i)
+      played, obs = env.observe(k, played)
       a = jax.random.randint(jax.random.fold_in(k_arm, i), (), 0, env.num_arms)
-      return neural.buffer.add(buf, rnd.x[a], rnd.block[a], rnd.reward[a])
+      reward, _ = env.feedback(k, played, obs, a)
+      return played, neural.buffer.add(buf, obs.x[a], obs.block[a], reward)
 
     # the empty buffer, made to vary over shard_map's seed axis as the rows added to it do
     # (a loop carry keeps its type): plus a zero drawn from the seed's key
     zero = jax.random.randint(k_arm, (), 0, 1)
     buf = jax.tree.map(lambda a: a + zero.astype(a.dtype), state.buffer)
-    buf = jax.lax.fori_loop(0, history, add, buf)
-    return stream, state._replace(buffer=buf, t=state.t + history)
+    buf = jax.lax.fori_loop(0, history, add, (env_state, buf))[1]
+    return env_state, state._replace(buffer=buf, t=state.t + history)
 
-  sweep = driver.Sweep(lambda hp: loop.Run(prefilled, run.step), Grid({}), np.arange(seeds),
+  sweep = driver.Sweep(lambda hp: protocol.Run(prefilled, run.step), Grid({}), np.arange(seeds),
                        steps * repeats)
   out = driver.run(sweep, driver.Options(chunk=steps, record="summary", seed_batch=seed_batch),
                    mesh=devices_lib.seed_mesh(devices))

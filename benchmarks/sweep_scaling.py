@@ -1,7 +1,7 @@
 """Sweep scaling: seed-steps/s against the number of seeds, the chunking overhead, and the peak
 memory of a 10^5-seed RLHF sweep run in seed blocks.
 
-Every sweep is a TOML config run by the chunked driver (`rbx.config`, `rbx.core.driver`), as
+Every sweep is a TOML config run by `rbx.sweep` (`rbx.config`, `rbx.core.driver`), as
 `rbx run` does. Rates count run time only (compiles are timed apart).
 
   python benchmarks/sweep_scaling.py                 # defaults: about 5 minutes on 2 CPU cores
@@ -28,8 +28,10 @@ from pathlib import Path
 
 import jax
 
+import rbx
+import rbx.core.sweep
 from rbx import config
-from rbx.core import checkpoint, driver
+from rbx.core import checkpoint
 
 RLHF = """
 family = "rlhf"
@@ -76,9 +78,10 @@ def rlhf_config(seeds, steps, chunk=None, record="steps", block=None, solver="")
 
 
 def timed(cfg, on_chunk=None):
-  """(run seconds, compile seconds, seed-steps) of one driver run of `cfg`."""
-  out = driver.run(cfg.sweep(), cfg.options(), on_chunk=on_chunk)
-  return out.stats["run_seconds"], out.stats["compile_seconds"], out.stats["seed_steps"]
+  """(run seconds, compile seconds, seed-steps) of one `rbx.sweep` of `cfg`."""
+  res = rbx.sweep(cfg.build, cfg.grid, cfg.seeds, cfg.steps, **cfg.sweep_options(),
+                  on_chunk=on_chunk)
+  return res.timing["run_seconds"], res.timing["compile_seconds"], res.timing["seed_steps"]
 
 
 def throughput(args):
@@ -134,10 +137,9 @@ def memory(args):
 
 def _measure_memory(seeds, steps, block):
   cfg = rlhf_config(seeds, steps, record="summary", block=block, solver=SMALL_SOLVER)
-  sweep = cfg.sweep()
   begin = time.perf_counter()
   timed(cfg)
-  per_seed = driver.state_bytes(sweep)
+  per_seed = rbx.core.sweep.state_bytes(cfg.build, cfg.grid, cfg.steps, cfg.static())
   formula = block * (per_seed + steps * 4) + seeds * 2 * 8     # state, chunk regret, records + cum
   print(json.dumps({"peak_mib": _peak_mib(), "formula_mib": formula / 2 ** 20,
                     "seconds": time.perf_counter() - begin}))
