@@ -1,5 +1,5 @@
 import os
 import sys
 
-# The tests import helpers beside them (tests/reference.py, tests/sweep_configs.py).
+# The tests import the shared helpers beside them (tests/helpers.py).
 sys.path.insert(0, os.path.dirname(__file__))

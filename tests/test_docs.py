@@ -35,6 +35,7 @@ def test_every_public_name_has_a_docstring():
   assert not missing, missing
 
 
+@pytest.mark.slow
 def test_api_reference_builds(tmp_path):
   pytest.importorskip("pdoc", reason="pdoc is in the test and docs extras")
   out = subprocess.run([sys.executable, "-m", "pdoc", *MODULES, "-o", str(tmp_path)],

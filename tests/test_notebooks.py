@@ -19,6 +19,7 @@ def test_stored_clean(path):
   assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_runs_top_to_bottom(path, monkeypatch):
   nbformat = pytest.importorskip("nbformat", reason="the test extra has nbformat")

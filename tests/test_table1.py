@@ -8,6 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "datasets"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "mushroom.csv.gz").is_file(), reason=f"no data at {SHARED}")
 def test_protocol_on_mushroom(tmp_path):
   spec = importlib.util.spec_from_file_location("table1", ROOT / "benchmarks" / "table1.py")

@@ -42,6 +42,4 @@ of the family's declaration, used by `plots` and `report`.
 Modules: `protocol`, `registry`, `sweep`, `driver`, `grid`, `record`, `progress`, `devices`,
 `checkpoint`, `results`, `plots`, `report`.
 """
-from rbx.core.protocol import Agent, Environment, Run, Transition, pair, rollout
-
-__all__ = ["Agent", "Environment", "Run", "Transition", "pair", "rollout"]
+from rbx.core.protocol import Agent, Environment, Run, Transition, pair, rollout  # noqa: F401

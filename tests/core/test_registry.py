@@ -86,8 +86,9 @@ def test_declared_static_fields_reach_the_python_sweep():
   assert {"schedule", "pi_init", "solver", "num_prompts", "seed"} <= static
   assert not {"alpha", "beta", "kappa", "p"} & static
   # an int-valued grid over a declared static field is looped over, one program per value
+  tiny = rlhf.SolverConfig(iterations=2, dc_iterations=1, starts=2, line_search=2, keep=2)
   res = rbx.sweep(lambda num_actions: (rlhf.random_instance(jax.random.key(0), 1, num_actions,
-                                                            0.5, 2.0), rlhf.greedy()),
+                                                            0.5, 2.0), rlhf.greedy(solver=tiny)),
                   {"num_actions": [2, 3]}, seeds=2, steps=3)
   assert res.regret.shape == (2, 2, 3) and np.isfinite(res.regret).all()
 

@@ -18,7 +18,7 @@ from rbx import config, experiment
 from rbx.core import checkpoint, driver, protocol
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid
-from sweep_configs import example1_sweep
+from helpers import example1_sweep
 
 ROOT = Path(__file__).parents[2]
 
@@ -121,6 +121,7 @@ def _wait_for_checkpoint(proc: subprocess.Popen, out: Path, name="checkpoint.npz
     time.sleep(0.01)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_is_bit_identical(reference, tmp_path):
   cfg, ref = reference
   out = tmp_path / "killed"
@@ -137,6 +138,7 @@ def test_sigkill_mid_run_then_resume_is_bit_identical(reference, tmp_path):
   assert not (out / "checkpoint.npz").exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_after_a_chunk_and_bad_checkpoints_are_reported(reference, tmp_path):
   cfg, ref = reference
   out = tmp_path / "stopped"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rbx.core import results as results_lib
-from sweep_configs import example1_sweep
+from helpers import example1_sweep
 
 ROOT = Path(__file__).parents[2]
 CONFIG = example1_sweep(6, 12, 4)
@@ -22,6 +22,7 @@ def _env(**extra):
   return {**env, **extra}
 
 
+@pytest.mark.slow
 def test_eight_host_devices_match_one_device(tmp_path):
   # 6 seeds over 8 devices: padded to 8, one seed per device; the padding is dropped.
   (tmp_path / "sweep.toml").write_text(CONFIG)
@@ -50,6 +51,7 @@ def test_eight_host_devices_match_one_device(tmp_path):
   assert out.returncode == 0 and "identical" in out.stdout, out.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_two_processes_over_localhost_match_one_process(tmp_path):
   cfg = tmp_path / "sweep.toml"
   cfg.write_text(CONFIG)

@@ -10,7 +10,7 @@ import pytest
 
 from rbx import data, neural
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 MANIFEST = json.loads((SHARED / "MANIFEST.json").read_text()) if SHARED.is_dir() else {}
 needs_shared = pytest.mark.skipif(not MANIFEST, reason=f"no shared data sets at {SHARED}")
 
@@ -20,6 +20,7 @@ def shared_sets():
   return {name: data.load(name, data_dir=SHARED) for name in MANIFEST}
 
 
+@pytest.mark.slow                     # the session fixture reads all of them, Covertype's 581k rows
 @needs_shared
 @pytest.mark.parametrize("name", sorted(MANIFEST))
 def test_shared_set_matches_manifest(shared_sets, name):
@@ -37,6 +38,7 @@ def test_shared_set_matches_manifest(shared_sets, name):
   assert env.num_arms == entry["classes"]
 
 
+@pytest.mark.slow
 @needs_shared
 def test_categoricals_are_one_hot_and_missing_is_a_category(shared_sets):
   adult = shared_sets["adult"]
@@ -47,6 +49,7 @@ def test_categoricals_are_one_hot_and_missing_is_a_category(shared_sets):
   assert len(mushroom.columns) == mushroom.features.shape[1]
 
 
+@pytest.mark.slow
 @needs_shared
 def test_load_caches_and_finds_by_path_and_environment(monkeypatch, shared_sets):
   assert data.load("mushroom", data_dir=SHARED) is shared_sets["mushroom"]

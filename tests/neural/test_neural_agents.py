@@ -127,6 +127,7 @@ def test_ts_without_exploration_is_greedy_like_ucb():
   assert not np.array_equal(explore.action, ts.action)
 
 
+@pytest.mark.slow
 def test_one_seed_alone_equals_the_same_seed_in_a_traced_sweep():
   env = neural.classification(*toy_data())
   build = lambda nu, lam, eta, n: (env, neural.rbmle_pc(nu=nu, lam=lam, eta=eta, n=n))

@@ -19,12 +19,14 @@ def prop1():
   return res
 
 
+@pytest.mark.slow
 def test_proposition1_vpo_stays_half_suboptimal(prop1):
   assert prop1.axes == ("alpha", "seed", "step")
   stuck = (prop1.regret[..., 1:] >= 0.5).all(axis=-1).mean(axis=-1)   # all 1 < t ≤ horizon
   assert np.all(stuck >= 4 / (9 * np.e)), stuck
 
 
+@pytest.mark.slow
 def test_proposition2_xpo_stays_suboptimal():
   # Example 2 with β ≤ 1, κ ≤ e^(r_max/β): horizon min(κ, e^(r_max)/2) = 200.
   kappa, beta, r_max = 200.0, 1.0, 6.0
@@ -35,6 +37,7 @@ def test_proposition2_xpo_stays_suboptimal():
   assert np.all(stuck >= 1 / 64), stuck
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example,failing", [("example1", "vpo"), ("example2", "xpo")])
 def test_algorithm1_beats_the_failing_scheme_at_equal_alpha(example, failing):
   from rbx import demo
@@ -63,6 +66,7 @@ def test_xpo_draws_a2_from_pi_ref_and_vpo_from_pi_t():
   np.testing.assert_allclose(np.mean(np.asarray(info.action.a2) == 0), 1 - 2 / 50, atol=0.05)
 
 
+@pytest.mark.slow
 def test_one_seed_alone_equals_the_same_seed_in_a_batch():
   # Same trajectory (prompts, answers, outcomes) alone and batched; the regret values agree
   # up to the float32 rounding of batched reductions.
@@ -111,6 +115,7 @@ def test_sweep_over_beta_and_r_max_with_a_traced_schedule():
                              rtol=1e-3, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_several_prompts_learn():
   env = rlhf.random_instance(jax.random.key(0), num_prompts=4, num_actions=3, beta=0.5,
                              r_max=2.0, deviation=1.5)

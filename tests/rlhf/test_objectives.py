@@ -8,7 +8,7 @@ import pytest
 from scipy.special import expit, log_expit
 
 from rbx import rlhf
-import reference as ref
+import helpers as ref
 
 
 def _instance(seed, A=4):

@@ -6,7 +6,7 @@ import pytest
 from scipy import optimize
 
 from rbx import rlhf
-import reference as ref
+import helpers as ref
 
 PROBLEMS = [ref.random_problem(np.random.default_rng(1000 + i), A)
             for A in (2, 3, 4) for i in range(12)]
@@ -87,6 +87,7 @@ def test_large_action_sets_use_threshold_vertices():
   assert F(r) >= max([centre] + vertices) - 1e-4
 
 
+@pytest.mark.slow
 def test_pruned_starts_never_do_worse_than_their_best_start(solved):
   # SolverConfig(keep=k) refines only the best k starts after `prune_after` iterations: faster,
   # never below the best candidate start, never above the full solver's value.
