@@ -187,8 +187,8 @@ def _functions(build, fixed, batch, mesh):
 
   def chunk(points, seeds, carry, t0, length):
     def one(hp, s, c):
-      c, transitions = protocol.scan(point(hp), jax.random.key(s), c, t0, length)
-      return c, transitions.regret
+      return protocol.scan(point(hp), jax.random.key(s), c, t0, length,
+                           keep=lambda transition: transition.regret)
     return jax.vmap(lambda hp, cs: protocol.batched_map(lambda a: one(hp, *a), (seeds, cs),
                                                         batch))(points, carry)
 

@@ -109,10 +109,14 @@ def pair(env: Environment, agent: Agent, horizon: int) -> Run:
   return Run(init, step)
 
 
-def scan(run: Run, key: chex.PRNGKey, carry, t0, length: int):
-  """Steps t0, …, t0 + length − 1 of `run` from `carry`; returns (carry, the `Transition`s
-  stacked, leading axis length)."""
-  return jax.lax.scan(lambda c, t: run.step(c, key, t), carry, t0 + jnp.arange(length))
+def scan(run: Run, key: chex.PRNGKey, carry, t0, length: int,
+         keep: Callable[[Transition], Any] = lambda transition: transition):
+  """Steps t0, …, t0 + length − 1 of `run` from `carry`; returns (carry, `keep` of each
+  step's `Transition`, stacked with leading axis length). The sweep keeps the regret only."""
+  def body(c, t):
+    c, transition = run.step(c, key, t)
+    return c, keep(transition)
+  return jax.lax.scan(body, carry, t0 + jnp.arange(length))
 
 
 def rollout(env: Environment, agent: Agent, key: chex.PRNGKey, steps: int,

@@ -74,6 +74,7 @@ answers = [1, 2]
   assert c.static() == ["answers"]                       # declared static; mix is traced
   assert experiment.run(c, progress=False, echo=lambda s: None) == experiment.COMPLETE
   back = results_lib.load(tmp_path / "run")
+  assert type(back) is type(res) is rbx.Results             # one result type, in memory and on disk
   np.testing.assert_array_equal(back.regret, res.regret)
   with pytest.raises(config.ConfigError, match=r"grid.answers\[0\] must be an integer"):
     config.loads(text.replace("answers = [1, 2]", "answers = [1.5]"))
@@ -104,3 +105,8 @@ def test_registry_params_check_kinds_and_ranges():
     registry.string(["sgd", "adam"]).check("optimizer", "adma")
   with pytest.raises(ValueError, match="family='rlfh'.*did you mean 'rlhf'"):
     registry.get("rlfh")
+
+
+def test_one_sweep_for_every_family():
+  from rbx import neural
+  assert rlhf.sweep is rbx.sweep and neural.sweep is rbx.sweep and rlhf.simulate is rbx.simulate
