@@ -51,11 +51,12 @@ def test_algorithm1_beats_the_failing_scheme_at_equal_alpha(example, failing):
 
 def test_greedy_and_selm_run_and_policies_start_at_pi_ref():
   env = rlhf.example1()
-  info = rlhf.simulate(env, rlhf.greedy(), jax.random.key(0), 5)
+  tiny = rlhf.SolverConfig(iterations=2, dc_iterations=1, starts=2, line_search=2, keep=2)
+  info = rlhf.simulate(env, rlhf.greedy(solver=tiny), jax.random.key(0), 5)
   pi_ref_regret = rlhf.regret(env.pi_ref[0], env.r_star[0], env.pi_ref[0], env.beta)
   np.testing.assert_allclose(info.regret[0], pi_ref_regret, rtol=1e-5)
-  selm = rlhf.simulate(env, rlhf.selm(2.0), jax.random.key(0), 5)
-  xpo = rlhf.simulate(env, rlhf.xpo(2.0), jax.random.key(0), 5)
+  selm = rlhf.simulate(env, rlhf.selm(2.0, solver=tiny), jax.random.key(0), 5)
+  xpo = rlhf.simulate(env, rlhf.xpo(2.0, solver=tiny), jax.random.key(0), 5)
   np.testing.assert_array_equal(selm.action.a2, xpo.action.a2)
 
 
