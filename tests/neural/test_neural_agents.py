@@ -147,6 +147,7 @@ def test_one_seed_alone_equals_the_same_seed_in_a_traced_sweep():
                              atol=1e-6)
 
 
+@pytest.mark.slow
 def test_width_is_a_static_field_of_a_python_sweep():
   """The registry declares `width` static, so the sweep loops over it in Python (the
   constructor sees an int) and the results have a "width" axis."""

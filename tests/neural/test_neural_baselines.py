@@ -90,6 +90,7 @@ def test_bootstrap_networks_see_about_p_of_the_data_and_differ():
     assert np.all(member[i][rows // S, rows % S] == 1.0) and len(set(rows.tolist())) == len(rows)
 
 
+@pytest.mark.slow
 def test_nu_is_traced_in_a_sweep_and_matches_simulate():
   env = neural.classification(*toy_data())
   for name in ["lin_rbmle", "deep_fpl"]:
