@@ -21,10 +21,16 @@ def choice(field: str, value: str, allowed: Iterable[str]) -> str:
   """`value` must be one of `allowed`; the error suggests the nearest name."""
   allowed = list(allowed)
   if value not in allowed:
-    near = difflib.get_close_matches(str(value), allowed, n=1)
-    hint = f" (did you mean {near[0]!r}?)" if near else ""
-    raise ValueError(f"{field}={value!r} is not one of {allowed}{hint}")
+    raise ValueError(f"{field}={value!r} is not one of {allowed}{did_you_mean(value, allowed)}")
   return value
+
+
+def did_you_mean(value, allowed: Iterable[str]) -> str:
+  """" (did you mean 'x'?)" for the nearest of `allowed` (ignoring case first), or ""."""
+  allowed = [str(a) for a in allowed]
+  same_case = [a for a in allowed if a.lower() == str(value).lower()]
+  near = same_case or difflib.get_close_matches(str(value), allowed, n=1)
+  return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 def positive(field: str, value, *, strict: bool = True):

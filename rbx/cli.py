@@ -13,16 +13,36 @@ from rbx.data import cli as data_cli
 EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
 
 
+DESCRIPTION = """Exploration algorithms for online RLHF and neural contextual bandits, as jitted
+JAX sweeps over seeds and hyperparameters.
+
+  rbx demo                       the RLHF paper's Examples 1-2 (no data needed)
+  rbx run CONFIG.toml            a sweep config into a run directory (see configs/)
+  rbx run --resume DIR           continue an interrupted run
+  rbx report DIR / rbx plot DIR  a finished run's summary and plots
+  rbx data download NAME         a data set of the NeuralRBMLE paper
+
+`rbx COMMAND --help` describes each command."""
+
+
 def main(argv=None) -> int:
-  """Runs the `rbx` command with `argv` (default `sys.argv[1:]`); returns the exit status."""
-  args = build_parser().parse_args(argv)
+  """Runs the `rbx` command with `argv` (default `sys.argv[1:]`); returns the exit status.
+  With no command it prints the help."""
+  parser = build_parser()
+  args = parser.parse_args(argv)
+  if args.command is None:
+    parser.print_help()
+    return 0
   return args.handler(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
   """The `rbx` argument parser with every subcommand registered."""
-  parser = argparse.ArgumentParser(prog="rbx", description=__doc__)
-  sub = parser.add_subparsers(dest="command", required=True)
+  from rbx import __version__
+  parser = argparse.ArgumentParser(prog="rbx", description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--version", action="version", version=f"rbx {__version__}")
+  sub = parser.add_subparsers(dest="command", metavar="COMMAND")
   for register in (register_demo, register_run, register_plot, register_report, data_cli.register):
     register(sub)
   return parser
@@ -31,9 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
 def register_demo(subparsers) -> None:
   """Adds `rbx demo [--seeds N] [--steps T] [--alpha A]`."""
   demo = subparsers.add_parser("demo", help="the RLHF paper's Examples 1-2 with Algorithm 1, VPO, XPO")
-  demo.add_argument("--seeds", type=int, default=None, help="number of seeds (default 64)")
-  demo.add_argument("--steps", type=int, default=None, help="iterations per run (default 500)")
-  demo.add_argument("--alpha", type=float, default=None, help="the constant alpha (default 3)")
+  from rbx import demo as demo_lib
+  demo.add_argument("--seeds", type=_positive_int, default=demo_lib.SEEDS,
+                    help=f"number of seeds (default {demo_lib.SEEDS})")
+  demo.add_argument("--steps", type=_positive_int, default=demo_lib.STEPS,
+                    help=f"iterations per run (default {demo_lib.STEPS})")
+  demo.add_argument("--alpha", type=float, default=demo_lib.ALPHA,
+                    help=f"the constant alpha (default {demo_lib.ALPHA:g})")
   demo.set_defaults(handler=_demo)
 
 
@@ -74,8 +98,7 @@ def register_report(subparsers) -> None:
 def _demo(args) -> int:
   from rbx import demo as demo_lib
   try:
-    demo_lib.run(seeds=args.seeds or demo_lib.SEEDS, steps=args.steps or demo_lib.STEPS,
-                 alpha=demo_lib.ALPHA if args.alpha is None else args.alpha)
+    demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha)
   except ValueError as e:
     return _fail("demo", e)
   return 0
@@ -123,6 +146,17 @@ def _report(args) -> int:
   except (ValueError, OSError) as e:
     return _fail("report", e)
   return 0
+
+
+def _positive_int(text: str) -> int:
+  """An argparse type: an integer >= 1 (0 and negatives are refused, not defaulted)."""
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+  if value < 1:
+    raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+  return value
 
 
 def _fail(command: str, error: Exception) -> int:

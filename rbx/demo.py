@@ -29,7 +29,8 @@ THRESHOLDS = {"example1": 0.5, "example2": 0.01}   # the suboptimality of Propos
 def run(seeds: int = SEEDS, steps: int = STEPS, alpha: float = ALPHA, echo=print) -> dict:
   """Runs the demo; returns {example: `rbx.Results` with axes (agent, seed, step)}."""
   results = {}
-  echo(f"rbx demo: {seeds} seeds x {steps} steps, constant alpha = {alpha:g}\n")
+  echo(f"rbx demo: {seeds} seeds x {steps} steps, constant alpha = {alpha:g} "
+       "(mean ± std over seeds, ddof = 1)\n")
   echo(f"{'example':<10} {'agent':<11} {'cumulative regret':>22} {'still suboptimal':>18}")
   for name, make_env in EXAMPLES.items():
     env = make_env()
@@ -41,7 +42,7 @@ def run(seeds: int = SEEDS, steps: int = STEPS, alpha: float = ALPHA, echo=print
     for i, agent in enumerate(AGENTS):
       final = res.final()[i]
       stuck = np.mean(res.regret[i, :, -1] >= thr)
-      echo(f"{name:<10} {agent:<11} {final.mean():>12.1f} ± {final.std():<8.1f}"
+      echo(f"{name:<10} {agent:<11} {final.mean():>12.1f} ± {final.std(ddof=1):<8.1f}"
            f" {stuck:>8.0%} (>= {thr:g})")
     echo(f"{'':<10} ({time.perf_counter() - start:.1f}s)")
   return results

@@ -33,6 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rbx import _checks
+
 ENV_VAR = "RBX_DATA_DIR"
 MISSING = frozenset({"", "?", "na", "nan", "null"})
 SUFFIXES = (".csv.gz", ".csv")
@@ -89,6 +91,11 @@ def find(name_or_path: str | os.PathLike, data_dir: str | os.PathLike | None = N
   for path in tried:
     if path.is_file():
       return path
+  from rbx.data import openml                # (openml imports this module)
+  present = sorted({p.name.split(".")[0] for p in root.glob("*.csv*")} if root.is_dir() else ())
+  hint = _checks.did_you_mean(given.name, present + list(openml.DATASETS))
+  if hint:
+    raise FileNotFoundError(f"data set {given.name!r} not found in {root}{hint}")
   raise FileNotFoundError(
       f"data set {given.name!r} not found: looked for {', '.join(str(p) for p in tried)}. Put a"
       f" gzip CSV with a 'label' column there, pass data_dir= (or set {ENV_VAR}), or run"
