@@ -71,6 +71,11 @@ def register_run(subparsers) -> None:
   p.add_argument("config", nargs="?", help="the sweep config, a TOML file (see configs/)")
   p.add_argument("--resume", metavar="DIR", help="continue the run in DIR")
   p.add_argument("--out", metavar="DIR", help="the run directory (overrides the config's out)")
+  p.add_argument("--seeds", type=_positive_int, help="override the config's seeds (0..N-1)")
+  p.add_argument("--steps", type=_positive_int, help="override the config's steps")
+  p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                 help="override any key, dotted for tables: env.beta=0.1, grid.alpha=[1, 3] "
+                      "(repeatable); recorded in the run's config.toml")
   p.add_argument("--no-progress", action="store_true", help="no progress bar")
   dist = p.add_argument_group("several hosts (jax.distributed.initialize)")
   dist.add_argument("--distributed", action="store_true",
@@ -107,6 +112,8 @@ def _demo(args) -> int:
 def _run(args) -> int:
   if (args.config is None) == (args.resume is None):
     args.parser.error("give either CONFIG or --resume DIR")
+  if args.resume and (args.set or args.seeds or args.steps):
+    args.parser.error("--resume continues a run as it was configured: no --seeds, --steps, --set")
   from rbx import config as config_lib
   from rbx import experiment
   from rbx.core import checkpoint, devices
@@ -116,7 +123,10 @@ def _run(args) -> int:
     if args.resume:
       status = experiment.resume(args.resume, progress=not args.no_progress)
     else:
-      cfg = config_lib.load(args.config, out=args.out)
+      overrides = dict(config_lib.parse_setting(x) for x in args.set)
+      overrides.update({k: getattr(args, k) for k in ("seeds", "steps")
+                        if getattr(args, k) is not None})
+      cfg = config_lib.load(args.config, out=args.out, overrides=overrides)
       status = experiment.run(cfg, progress=not args.no_progress)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("run", e)

@@ -7,7 +7,8 @@ family = "rlhf"              # "rlhf" or "neural"
 title = "Example 1"          # optional, for the report
 seeds = 64                   # n (seeds 0..n-1) or a list of seeds
 steps = 500                  # T
-chunk = 100                  # steps per jitted chunk (checkpoint, progress); default min(T, 1000)
+chunk = 100                  # steps per jitted chunk (checkpoint, progress); default 1000;
+                             # never more than steps
 record = "steps"             # "steps", "log" (R(t) at log_points log-spaced t) or "summary" (R(T))
 log_points = 50
 seed_batch = 64              # seeds vmapped at once per device (default rlhf 64; neural 1 on
@@ -51,6 +52,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+import tomli_w
 
 from rbx import _checks
 from rbx.core import registry
@@ -132,14 +134,49 @@ class Config(NamedTuple):
     return list(self.grid.get("agent", [self.fixed.get("agent")]))
 
 
-def load(path: str | os.PathLike, out: str | None = None) -> Config:
-  """Reads and validates the config at `path`; `out` overrides its run directory."""
+def load(path: str | os.PathLike, out: str | None = None,
+         overrides: dict[str, Any] | None = None) -> Config:
+  """Reads and validates the config at `path`; `out` overrides its run directory and
+  `overrides` its keys (see `override`)."""
   path = Path(path)
   try:
     text = path.read_text()
   except OSError as e:
     raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from e
+  if overrides:
+    text = override(text, overrides)
   return loads(text, default_out=str(Path("runs") / path.stem), out=out)
+
+
+def override(text: str, overrides: dict[str, Any]) -> str:
+  """The TOML `text` with dotted keys set (`{"seeds": 4, "env.beta": 0.1, "grid.alpha": [1, 3]}`):
+  the config a run records, so `config.toml` says what ran."""
+  try:
+    raw = tomllib.loads(text)
+  except tomllib.TOMLDecodeError as e:
+    raise ConfigError(f"config is not valid TOML: {e}") from e
+  for key, value in overrides.items():
+    *tables, name = key.split(".")
+    table = raw
+    for t in tables:
+      table = table.setdefault(t, {})
+      if not isinstance(table, dict):
+        raise ConfigError(f"config --set {key}: {t} is not a table")
+    table[name] = value
+  return tomli_w.dumps(raw)
+
+
+def parse_setting(setting: str) -> tuple[str, Any]:
+  """`KEY=VALUE` from the command line: VALUE read as a TOML value (`0.5`, `[1, 2]`, `"vpo"`,
+  `true`), else as a string."""
+  key, sep, value = setting.partition("=")
+  if not sep or not key.strip():
+    raise ConfigError(f"--set takes KEY=VALUE (e.g. env.beta=0.1), got {setting!r}")
+  try:
+    parsed = tomllib.loads(f"v = {value.strip()}")["v"]
+  except tomllib.TOMLDecodeError:
+    parsed = value.strip()
+  return key.strip(), parsed
 
 
 def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) -> Config:
@@ -162,9 +199,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   family = registry.FAMILIES[fam_name]
   steps = _need(run, "steps")
   seeds = _need(run, "seeds")
-  chunk = run.get("chunk", min(steps, DEFAULT_CHUNK))
-  if chunk > steps:
-    raise ConfigError(f"config chunk must be <= steps = {steps}, got {chunk}")
+  chunk = min(run.get("chunk", DEFAULT_CHUNK), steps)       # a chunk longer than the run: one chunk
   record = _wrap(lambda: _checks.choice("record", run.get("record", "steps"), RECORDS))
 
   env_table = dict(raw.get("env", {}))

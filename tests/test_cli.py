@@ -7,6 +7,8 @@ import pytest
 
 import rbx
 from rbx import cli, data, demo, rlhf
+from rbx.core import results
+from helpers import example1_sweep
 
 
 def test_bare_rbx_prints_the_help_and_version_is_there(capsys):
@@ -49,3 +51,16 @@ def test_demo_reports_the_standard_deviation_with_ddof_1_like_the_report():
   row = next(l for l in lines if l.startswith("example1   vpo"))
   assert f"± {final.std(ddof=1):.1f}" in row and f"{final.mean():.1f}" in row
   assert res["example1"].summary()[1]["std"] == pytest.approx(np.std(final, ddof=1))
+
+
+def test_run_shrinks_a_config_from_the_command_line_and_records_it(tmp_path):
+  cfg = tmp_path / "sweep.toml"
+  cfg.write_text(example1_sweep(seeds=64, steps=500, chunk=100))
+  out = tmp_path / "small"
+  assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress", "--seeds", "2",
+                   "--steps", "3", "--set", "grid.beta=[1.0]"]) == 0
+  res = results.load(out)
+  assert res.regret.shape == (1, 2, 3) and res.coords["beta"].tolist() == [1.0]
+  assert res.config["steps"] == 3 and res.config["seeds"] == 2     # config.toml says what ran
+  with pytest.raises(SystemExit):
+    cli.main(["run", "--resume", str(out), "--steps", "5"])
