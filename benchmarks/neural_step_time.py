@@ -36,7 +36,7 @@ jax.config.update("jax_num_cpu_devices", os.cpu_count())    # before any JAX wor
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from neural_torch_reference import covertype_like  # noqa: E402
+from covertype_like import covertype_like  # noqa: E402
 
 from rbx import data, neural  # noqa: E402
 from rbx.core import devices as devices_lib, driver, protocol  # noqa: E402

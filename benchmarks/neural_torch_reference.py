@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 import torch
+from covertype_like import covertype_like
 
 
 class Reference:
@@ -130,14 +131,6 @@ class Reference:
     if self.agent == "rbmle_pc":
       _, g = self._grads(x[None])
       self._z_add(g[0])
-
-
-def covertype_like(n, dim, arms, seed=0):
-  """Data with Covertype's shape: n × dim features, `arms` classes from a random two-layer rule."""
-  rng = np.random.default_rng(seed)
-  X = rng.normal(size=(n, dim)).astype(np.float32)
-  H = np.maximum(X @ rng.normal(size=(dim, 32)), 0.0)
-  return X, np.argmax(H @ rng.normal(size=(32, arms)), axis=1)
 
 
 def time_rounds(name, X, y, arms, width, train_steps, history, steps, threads):

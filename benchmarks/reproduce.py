@@ -40,12 +40,7 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-try:                      # the timing pieces and the PyTorch reference (the `bench` extra)
-  import neural_step_time
-except ModuleNotFoundError as e:
-  if e.name != "torch":
-    raise
-  neural_step_time = None
+import neural_step_time  # noqa: E402  (the timing pieces; its PyTorch reference needs the bench extra)
 
 import jax  # noqa: E402
 
@@ -316,9 +311,6 @@ def tables(scale: Scale, data_dir: str | None, figdir: Figures) -> tuple[str, st
 
 def timing(scale: Scale) -> tuple[str, str]:
   """Table 3: seconds per step at the paper's Covertype size (d'K = 378, m = 100, L = 2)."""
-  if neural_step_time is None:
-    return ("## Table 3: time per step\n\nSkipped: `benchmarks/neural_step_time.py` needs "
-            "torch (`pip install '.[bench]'`).\n", "Table 3: skipped (no torch).")
   args = types.SimpleNamespace(width=100, train_steps=100, dim=54, arms=7, data=5000,
                                torch_steps=scale.timing_steps)
   X, y = neural_step_time.covertype_like(args.data, args.dim, args.arms)
@@ -335,7 +327,8 @@ def timing(scale: Scale) -> tuple[str, str]:
            "reference (`neural_torch_reference.py`: dense d'K contexts, one backward pass per "
            "arm, an explicit Z⁻¹ update) runs the same settings in its own process. rbx never "
            "inverts Z: the exact Z⁻¹ is kept by Sherman–Morrison updates, so the paper's t_Z is "
-           "here the difference between the exact and the diagonal rows.", "",
+           "here the difference between the exact and the diagonal rows. A — in the reference "
+           "column: torch is not installed (`pip install '.[bench]'`) or it has no such agent.", "",
            "| algorithm | t | rbx s/step | PyTorch reference s/step | paper's t_step s (own GPU) |",
            "|---|---:|---:|---:|---:|"]
   capacity = max(scale.timing_history) + scale.timing_steps
@@ -347,7 +340,7 @@ def timing(scale: Scale) -> tuple[str, str]:
                                       steps=scale.timing_steps, repeats=1)
       try:
         ref = f"{neural_step_time.time_torch(name, args, t):.3f}"
-      except subprocess.CalledProcessError:          # the reference has no such agent
+      except subprocess.CalledProcessError:          # no torch here, or no such agent there
         ref = "—"
       seconds[name, t] = sec
       lines.append(f"| {label} | {t} | {sec:.3f} | {ref} | {paper[name]} |")
