@@ -311,8 +311,8 @@ def tables(scale: Scale, data_dir: str | None, figdir: Figures) -> tuple[str, st
 
 def timing(scale: Scale) -> tuple[str, str]:
   """Table 3: seconds per step at the paper's Covertype size (d'K = 378, m = 100, L = 2)."""
-  args = types.SimpleNamespace(width=100, train_steps=100, dim=54, arms=7, data=5000, arm_batch=None,
-                               torch_steps=scale.timing_steps)
+  args = types.SimpleNamespace(width=100, train_steps=100, dim=54, arms=7, data=5000,
+                               arm_batch=None, torch_steps=scale.timing_steps)
   X, y = neural_step_time.covertype_like(args.data, args.dim, args.arms)
   env = neural.classification(X, y, args.arms)
   names = {"rbmle_ga": "NeuralRBMLE-GA", "neural_ucb_exact": "NeuralUCB (exact Z⁻¹)",
