@@ -53,6 +53,7 @@ def test_demo_reports_the_standard_deviation_with_ddof_1_like_the_report():
   assert res["example1"].summary()[1]["std"] == pytest.approx(np.std(final, ddof=1))
 
 
+@pytest.mark.slow                                 # an `rbx run` end to end
 def test_run_shrinks_a_config_from_the_command_line_and_records_it(tmp_path):
   cfg = tmp_path / "sweep.toml"
   cfg.write_text(example1_sweep(seeds=64, steps=500, chunk=100))
