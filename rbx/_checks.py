@@ -27,7 +27,7 @@ def choice(field: str, value: str, allowed: Iterable[str]) -> str:
 
 def did_you_mean(value, allowed: Iterable[str]) -> str:
   """" (did you mean 'x'?)" for the nearest of `allowed` (ignoring case first), or ""."""
-  allowed = [str(a) for a in allowed]
+  allowed = [str(a) for a in allowed if str(a) != str(value)]
   same_case = [a for a in allowed if a.lower() == str(value).lower()]
   near = same_case or difflib.get_close_matches(str(value), allowed, n=1)
   return f" (did you mean {near[0]!r}?)" if near else ""

@@ -94,7 +94,7 @@ def find(name_or_path: str | os.PathLike, data_dir: str | os.PathLike | None = N
   from rbx.data import openml                # (openml imports this module)
   present = sorted({p.name.split(".")[0] for p in root.glob("*.csv*")} if root.is_dir() else ())
   hint = _checks.did_you_mean(given.name, present + list(openml.DATASETS))
-  if hint:
+  if hint and given.name not in openml.DATASETS:
     raise FileNotFoundError(f"data set {given.name!r} not found in {root}{hint}")
   raise FileNotFoundError(
       f"data set {given.name!r} not found: looked for {', '.join(str(p) for p in tried)}. Put a"
