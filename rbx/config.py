@@ -56,6 +56,7 @@ import tomli_w
 
 from rbx import _checks
 from rbx.core import registry
+from rbx.core.grid import Grid
 from rbx.core.record import RECORDS
 from rbx.core.registry import BOOL, INT, REAL, STR, TABLE, VECTOR, Param
 
@@ -258,7 +259,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
 
 def _check_points(config: Config, where: dict[str, str]) -> None:
   """Builds every grid point's environment and agent concretely (no tracing)."""
-  for point in _points(config.grid):
+  for point in Grid(config.grid).each():
     try:
       config.build(**point)
     except ValueError as e:
@@ -269,12 +270,6 @@ def _check_points(config: Config, where: dict[str, str]) -> None:
       raise ConfigError(f"config{loc}{at}: {msg}") from e
     except (OSError, TypeError) as e:
       raise ConfigError(f"config [env] {config.env}: {e}") from e
-
-
-def _points(grid: dict[str, list]):
-  import itertools
-  for combo in itertools.product(*grid.values()):
-    yield dict(zip(grid, combo))
 
 
 def _parameters(family: registry.Family, env: str, agents: list[str]) -> dict[str, Param]:

@@ -117,12 +117,6 @@ class Entry:
       self.params[key].check(key, value)
     return dict(params)
 
-  def defaults(self) -> dict[str, Any]:
-    """The effective default of every parameter that `make` gives one."""
-    sig = inspect.signature(self.make).parameters
-    return {k: sig[k].default for k in self.params
-            if k in sig and sig[k].default is not inspect.Parameter.empty}
-
 
 class Family:
   """A family's registries of environments and agents.
