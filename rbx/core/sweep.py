@@ -100,14 +100,18 @@ def _plan(build, grid, seeds, steps, static) -> tuple[driver.Sweep, registry.Fam
     static = sorted(family.static_names()) if family is not None else ()
   for point in points[1:]:
     _built(build, point)
-  plan = driver.Sweep(lambda hp: protocol.pair(*build(**hp), steps), Grid(grid, static=static),
+  return _driver_sweep(build, grid, seeds, steps, static), family
+
+
+def _driver_sweep(build, grid, seeds, steps, static) -> driver.Sweep:
+  return driver.Sweep(lambda hp: protocol.pair(*build(**hp), steps), Grid(grid, static=static),
                       seeds, steps)
-  return plan, family
 
 
-def state_bytes(build, grid, steps: int, static: Sequence[str] | None = None) -> int:
-  """Bytes of carried state per seed and grid point (the first static combination)."""
-  return driver.state_bytes(_plan(build, grid, np.zeros(1, np.int32), steps, static)[0])
+def state_bytes(build, grid, steps: int, static: Sequence[str]) -> int:
+  """Bytes of carried state per seed and grid point (the first static combination; the grid
+  is not validated again)."""
+  return driver.state_bytes(_driver_sweep(build, grid, np.zeros(1, np.int32), steps, static))
 
 
 def family_of(env) -> registry.Family | None:
