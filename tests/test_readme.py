@@ -1,0 +1,101 @@
+"""Every command of the README runs, and the docs pages' Python examples run as written.
+
+README bash lines: `pip install X` must name extras that pyproject declares (installing is
+what `.ci/run` does), `rbx ...` runs in process, `python docs/figure.py` runs at a small
+scale, `pytest` is this suite and `pdoc` is `test_docs.test_api_reference_builds`.
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from rbx import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "datasets"
+README = (ROOT / "README.md").read_text()
+PAGES = sorted((ROOT / "docs").glob("*.md"))
+
+
+def _blocks(text: str, lang: str) -> list[str]:
+  return re.findall(rf"```{lang}\n(.*?)```", text, re.S)
+
+
+def _commands(text: str) -> list[list[str]]:
+  """Every command of the bash blocks, `a && b` split, comments dropped."""
+  out = []
+  for block in _blocks(text, "bash"):
+    for line in block.splitlines():
+      line = line.split(" #")[0].strip()
+      for part in filter(None, (p.strip() for p in line.split("&&"))):
+        out.append(shlex.split(part))
+  return out
+
+
+def test_readme_names_the_quickstart_and_every_command_is_known():
+  extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+  commands = _commands(README)
+  assert ["pip", "install", "."] in commands and ["rbx", "demo"] in commands
+  assert ["python", "-m", "pytest", "-q"] in commands
+  ci = (ROOT / ".ci" / "run").read_text()
+  assert "pip install '.[test]' && python -m pytest -q" in ci
+  for cmd in commands:
+    if cmd[:2] == ["pip", "install"]:
+      for target in (a for a in cmd[2:] if a.startswith(".")):
+        names = re.findall(r"\[(.*)\]", target)
+        for extra in (names[0].split(",") if names else []):
+          assert extra in extras, f"README installs the extra {extra!r}, pyproject lacks it"
+    else:
+      assert cmd[0] in {"pip", "rbx", "python", "pdoc"}, cmd
+
+
+def test_readme_hello_world_runs(capsys):
+  (code,) = _blocks(README, "python")
+  exec(compile(code, "README.md", "exec"), {})
+  lines = capsys.readouterr().out.splitlines()
+  assert [line.split(":")[0].strip() for line in lines] == ["algorithm1", "xpo"]
+  assert all("95% CI" in line for line in lines)
+
+
+def test_readme_figure_command_runs(tmp_path):
+  assert ["python", "docs/figure.py"] in _commands(README)
+  out = subprocess.run([sys.executable, str(ROOT / "docs" / "figure.py"), "--seeds", "4",
+                        "--steps", "20", "--out", str(tmp_path / "fig.png")],
+                       capture_output=True, text=True, timeout=600)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert (tmp_path / "fig.png").stat().st_size > 10_000
+  assert (ROOT / "docs" / "images" / "example2.png").is_file()
+
+
+@pytest.mark.slow
+def test_readme_demo_command_prints_the_documented_table(capsys):
+  assert cli.main(["demo", "--no-progress"]) == 0
+  printed = capsys.readouterr().out
+  documented = _blocks((ROOT / "docs" / "reproducibility.md").read_text(), "")[0]
+  rows = lambda text: {tuple(l.split()[:2]): l.split()[2:] for l in text.splitlines()
+                       if l.startswith("example")}
+  got, want = rows(printed), rows(documented)
+  assert got.keys() == want.keys()
+  for key, fields in want.items():
+    # the mean to 10% (float32 rounding can flip a near-tied seed), the stuck fraction to 3 points
+    assert float(got[key][0]) == pytest.approx(float(fields[0]), rel=0.1, abs=1.0), key
+    assert abs(int(got[key][3].rstrip("%")) - int(fields[3].rstrip("%"))) <= 3, key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_docs_python_examples_run(page, tmp_path):
+  code = "\n".join(_blocks(page.read_text(), "python"))
+  if not code:
+    pytest.skip("no Python example")
+  if "data.load(" in code and not SHARED_DATA.is_dir():
+    pytest.skip("the shared data sets are not here")
+  env = {**os.environ, "RBX_DATA_DIR": str(SHARED_DATA)}
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=900, env=env, cwd=tmp_path)
+  assert out.returncode == 0, out.stderr[-3000:]
