@@ -4,7 +4,7 @@ exploration agents, the family's registry and analysis (paper: `online-rlhf-expl
 `rbx.rlhf.sweep` is `rbx.sweep`; `simulate` runs one seed (`rbx.simulate`).
 """
 from rbx.core.sweep import simulate, sweep
-from rbx.rlhf import analysis, registry
+from rbx.rlhf import analysis, assumptions, registry
 from rbx.rlhf.agents import AgentState, algorithm1, greedy, selm, vpo, xpo
 from rbx.rlhf.env import (PreferenceEnv, Prompt, Query, Task, example1, example2, make_env,
                           preference, random_instance)
@@ -13,7 +13,7 @@ from rbx.rlhf.registry import FAMILY, get
 from rbx.rlhf.solver import SolverConfig, objective, solve_optimistic
 
 __all__ = [
-    "analysis", "registry", "FAMILY", "get",
+    "analysis", "assumptions", "registry", "FAMILY", "get",
     "AgentState", "algorithm1", "greedy", "selm", "vpo", "xpo",
     "PreferenceEnv", "Prompt", "Query", "Task", "example1", "example2", "make_env", "preference",
     "random_instance", "J", "J_star", "kl", "log_likelihood", "log_optimal_policy",

@@ -4,7 +4,9 @@ Everything that runs RLHF agents by name — `rbx.rlhf.get`, TOML configs and `r
 static fields of `rbx.sweep` — reads this one declaration. An agent's α is either the
 constant `alpha` or a schedule of `rbx.schedules` chosen by `schedule` with its own
 parameters; a schedule's num_actions, horizon, beta and r_max come from the environment and
-the number of steps (`prepare`); parameters of other schedules are ignored. The solver's settings are the table `solver`
+the number of steps (`prepare`), and κ and μ, when not given, are the instance's Assumption 1
+(at τ = 1) and Assumption 2 constants (`rbx.rlhf.assumptions`); parameters of other schedules
+are ignored. The solver's settings are the table `solver`
 (`rbx.rlhf.SolverConfig` fields).
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ import jax
 
 from rbx import _checks, schedules
 from rbx.core import registry as reg
-from rbx.rlhf import agents, analysis, env as env_lib
+from rbx.rlhf import agents, analysis, assumptions, env as env_lib
 from rbx.rlhf.solver import SolverConfig
 
 SCHEDULE_PARAMS = {
@@ -24,8 +26,10 @@ SCHEDULE_PARAMS = {
     "schedule": reg.string(schedules.SCHEDULES, doc="the α_t schedule (rbx.schedules)"),
     "nu": reg.real(low=0.0, doc="power: α_t = ν t^n"),
     "n": reg.real(low=0.0, doc="power: the exponent n"),
-    "kappa": reg.real(doc="proposition3: Assumption 1's constant κ"),
-    "mu": reg.real(doc="appendix_e: Assumption 2's constant μ"),
+    "kappa": reg.real(doc="proposition3: Assumption 1's κ (default: the instance's at τ = 1, "
+                      "rbx.rlhf.assumptions.kappa)"),
+    "mu": reg.real(doc="appendix_e: Assumption 2's μ (default: the instance's, "
+                   "rbx.rlhf.assumptions.mu)"),
     "scale": reg.real(low=0.0, doc="a schedule's multiplier"),
 }
 SOLVER = {"solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
@@ -41,6 +45,8 @@ def prepare(params: dict[str, Any], env: env_lib.PreferenceEnv, steps: int) -> d
     make = schedules.SCHEDULES[_checks.choice("schedule", sched, schedules.SCHEDULES)]
     args = inspect.signature(make).parameters
     auto = dict(num_actions=env.num_actions, horizon=steps, beta=env.beta, r_max=env.r_max)
+    derived = {"kappa": assumptions.kappa, "mu": assumptions.mu}      # the instance's, if not given
+    auto.update({k: f(env) for k, f in derived.items() if k in args and k not in given})
     kwargs = {k: v for k, v in {**auto, **given}.items() if k in args}   # others: other schedules'
     missing = [k for k in args if k not in kwargs and args[k].default is inspect.Parameter.empty]
     if missing:
