@@ -8,7 +8,7 @@ differ in the index:
 =============  ==========================================================================
 agent          index of arm a at round t (α(t) = ν t^n, g_a = g(x_{t,a}; θ̂), Z = Z_{t−1})
 =============  ==========================================================================
-`rbmle_ga`     ℓ_λ(F_t; θ̃_a) + α(t) ζ f(x_{t,a}; θ̃_a), θ̃_a from J ascent steps on (12)
+`rbmle_ga`     ℓ_λ(F_t; θ̃_a) + α(t) ζ(t) f(x_{t,a}; θ̃_a), θ̃_a from J ascent steps on (12)
                — Algorithm 1; the K arm problems run in one program (`arm_batch`).
 `rbmle_pc`     f(x_{t,a}; θ̂ + (α(t)/m) Z⁻¹ g_a) — (15) and Algorithm 2.
 `neural_ucb`   f(x_{t,a}; θ̂) + ν √(g_aᵀ Z⁻¹ g_a / m) (Zhou et al. 2020, γ_t = ν).
@@ -44,7 +44,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from rbx import _checks
+from rbx import _checks, schedules
 from rbx.core.protocol import Agent, batched_map
 from rbx.neural import buffer as buffer_lib
 from rbx.neural import likelihoods, network
@@ -77,14 +77,16 @@ class AgentState(NamedTuple):
   t: chex.Array
 
 
-def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gaussian",
-             arm_batch: int | None = None, **training) -> Agent:
+def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, zeta_n=0.0,
+             likelihood: str = "gaussian", arm_batch: int | None = None, **training) -> Agent:
   """NeuralRBMLE-GA (Algorithm 1) with α(t) = ν t^n and the surrogate `likelihood` of (9).
 
   Args:
     nu, n: the bias schedule α(t) = ν t^n (section 6: n = 1/2); traced.
     lam, eta: λ of (10) and the step size η; traced.
-    zeta: the index's weight ζ on the bias term (Algorithm 1, line 8); traced.
+    zeta, zeta_n: the index's weight on the bias term, ζ(t) = ζ t^zeta_n (Algorithm 1,
+      line 8; the analysis needs U_b/(L_b ζ(t)) ≤ 1, (173)–(174)); default the constant 1;
+      traced.
     likelihood: "gaussian", "bernoulli" or "mixture" (section 6).
     arm_batch: the K arm problems (training and the index's ℓ_λ) run in vmapped batches of
       this many, the batches in sequence (`lax.map`'s batch size); 1 runs the arms one after
@@ -96,11 +98,13 @@ def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gau
   """
   lik = likelihoods.get(likelihood)
   cfg = training_lib.settings(**training)
-  _checks.positive("zeta", zeta, strict=False)
   if arm_batch is not None:
     _checks.positive_int("arm_batch", arm_batch)
   sequential = cfg.batch_size is None and jax.default_backend() == "cpu"
   alpha, opt = training_lib.schedule(nu, n), training_lib.optimizer(lam, eta, cfg)
+  _checks.positive("zeta", zeta, strict=False)
+  _checks.positive("zeta_n", zeta_n, strict=False)
+  weight = schedules.power(zeta, zeta_n)                             # ζ(t)
 
   def init(key, spec, horizon):
     theta0, buf = training_lib.init(key, spec, horizon, cfg)
@@ -130,7 +134,7 @@ def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, likelihood: str = "gau
     ell = over_arms(lambda th: training_lib.regularised_log_likelihood(
         th, state.theta0, state.buffer, lik, lam), thetas)
     f = jax.vmap(network.apply)(thetas, obs.x, obs.block)
-    index = ell + a_t * zeta * f
+    index = ell + a_t * weight(state.t) * f
     return state._replace(theta=thetas, opt_state=opt_state), jnp.argmax(index)
 
   def update(key, state, obs, arm, reward, spec):

@@ -17,7 +17,7 @@ import jax
 from rbx import data as data_lib
 from rbx.core import registry
 from rbx.core.protocol import Agent
-from rbx.core.registry import Param, boolean, integer, real, string
+from rbx.core.registry import Param, boolean, integer, real, string, table
 from rbx.neural import agents, baselines, likelihoods, precision, training
 from rbx.neural import env as env_lib
 
@@ -34,17 +34,20 @@ def default_seed_batch() -> int:
 
 
 def load_classification(dataset: str | None = None, data_dir: str | None = None,
-                        label: str = "label", num_arms: int | None = None
+                        label: str = "label", num_arms: int | None = None,
+                        bad_cells: str = "error", bad_cells_by_column: dict | None = None
                         ) -> env_lib.ClassificationEnv:
-  """The classification bandit of a data set: `rbx.data.load(dataset, data_dir=...,
-  label=...)` as `rbx.neural.classification` (K = `num_arms`, default the number of classes).
+  """The classification bandit of a data set: `rbx.data.load(dataset, data_dir=..., label=...,
+  bad_cells=..., bad_cells_by_column=...)` as `rbx.neural.classification` (K = `num_arms`,
+  default the number of classes).
 
   Raises:
     ValueError: no `dataset`, or a malformed file. FileNotFoundError: no such data set.
   """
   if dataset is None:
     raise ValueError("dataset=? is needed by env 'classification': a data set name or CSV path")
-  ds = data_lib.load(dataset, data_dir=data_dir, label=label)
+  ds = data_lib.load(dataset, data_dir=data_dir, label=label, bad_cells=bad_cells,
+                     bad_cells_by_column=bad_cells_by_column)
   return env_lib.classification(ds.features, ds.labels, num_arms)
 
 
@@ -69,6 +72,9 @@ FAMILY.env("classification", load_classification, {
     "data_dir": string(doc="the data directory (default $RBX_DATA_DIR or the per-user one)"),
     "label": string(doc="the class column"),
     "num_arms": integer(2, doc="K (default: the number of classes)"),
+    "bad_cells": string(data_lib.BAD_CELLS, doc="a numeric column's cells that are not numbers"
+                        " (x, inf): error, missing or categorical (see rbx.data.loader)"),
+    "bad_cells_by_column": table(doc="{column = error|missing|categorical}, over bad_cells"),
 })
 
 # the network and its training (`rbx.neural.training.settings`), static
@@ -88,7 +94,8 @@ _PRECISION = string(precision.PRECISIONS, doc="Z⁻¹: diag (Appendix F) or exac
 
 FAMILY.agent("rbmle_ga", agents.rbmle_ga, {
     "nu": _NU, "n": _N, "lam": _LAM, "eta": _ETA,
-    "zeta": real(0.0, doc="ζ, the index's weight on the bias term"),
+    "zeta": real(0.0, doc="ζ of ζ(t) = ζ t^zeta_n, the index's weight on the bias term"),
+    "zeta_n": real(0.0, doc="the exponent of ζ(t) = ζ t^zeta_n (0: a constant ζ)"),
     "likelihood": string(likelihoods.LIKELIHOODS, doc="the surrogate likelihood of (9)"),
     "arm_batch": integer(1, optional=True, doc="arm problems vmapped at once (None: auto)"),
     **TRAINING,

@@ -85,6 +85,28 @@ def test_ga_first_rounds_match_one_ascent_step_of_12():
                          expect, atol=1e-4)
 
 
+def test_ga_index_weight_follows_zeta_t():
+  # ζ(t) = ζ t^zeta_n: on an empty history at round t = 4, θ̃_a = θ_0 + η α(4) g_a and the
+  # index is −(mλ/2)‖θ̃_a − θ_0‖² + α(4) ζ(4) f(x_a; θ̃_a), (13) with ζ(t). As f ≈ η α ‖g_a‖²,
+  # the index ≈ η α² ‖g_a‖² (ζ(t) − mλη/2): at ζ = 0.004 < mλη/2 = 0.008 < ζ(4) = 0.016 the
+  # constant ζ would pick the arm of smallest ‖g_a‖, ζ(t) the largest.
+  nu, eta, lam, zeta, zeta_n, t = 0.7, 0.05, 0.01, 0.004, 1.0, 4
+  agent = neural.rbmle_ga(nu=nu, eta=eta, lam=lam, zeta=zeta, zeta_n=zeta_n, train_steps=1,
+                          restart=True)
+  state = agent.init(jax.random.key(0), ENV.spec, 8)._replace(t=jnp.int32(t))
+  p0, unravel = jax.flatten_util.ravel_pytree(state.theta0)
+  m, a_t = state.theta0.w.shape[0], nu * np.sqrt(t)
+  assert zeta < m * lam * eta / 2 < zeta * t ** zeta_n
+  for k in range(4):
+    rnd = _round(jax.random.key(10 + k))
+    _, g = network.arm_grads(state.theta0, rnd.obs.x, rnd.obs.block)
+    tilde = np.asarray(p0) + eta * a_t * _dense(state.theta0, g, rnd.obs.block)
+    f = np.array([network.apply(unravel(v), x, 0) for v, x in zip(tilde, rnd.obs.x)])
+    index = -m * lam / 2 * ((tilde - np.asarray(p0)) ** 2).sum(1) + a_t * zeta * t ** zeta_n * f
+    _, info = play(ENV, agent, jax.random.key(20 + k), state, rnd)
+    assert int(info.arm) == int(np.argmax(index))
+
+
 @pytest.mark.parametrize("prec", ["diag", "exact"])
 def test_pc_and_ucb_first_round_indices(prec):
   nu, lam = 0.3, 0.01

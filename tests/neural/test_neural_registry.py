@@ -38,7 +38,7 @@ def test_reals_are_traced_and_the_rest_static(name):
     if neural_training:
       assert params[field].kind == kind and params[field].static
   reals = {f for f, p in params.items() if p.kind == REAL}
-  assert reals <= {"nu", "n", "lam", "eta", "zeta", "p"}
+  assert reals <= {"nu", "n", "lam", "eta", "zeta", "zeta_n", "p"}
   assert params.get("batch_size") is None or params["batch_size"].optional
   # the constructor takes every declared parameter
   sample = {REAL: 0.5, INT: 2, BOOL: True, STR: None}
