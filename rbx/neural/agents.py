@@ -15,6 +15,9 @@ agent          index of arm a at round t (α(t) = ν t^n, g_a = g(x_{t,a}; θ̂)
 `neural_ts`    a draw of N(f(x_{t,a}; θ̂), ν² λ g_aᵀ Z⁻¹ g_a / m) (Zhang et al. 2021).
 =============  ==========================================================================
 
+UCB and TS take `form="reference"` for the public implementation's √(λ ν gᵀ U⁻¹ g) with
+U = λI + Σ g gᵀ instead of the papers' forms above (`_confidence` says why both are offered).
+
 A round is `act` then `update`, both with the round's agent key. GA trains its K arm
 problems in `act` (the index needs θ̃_a) and keeps them in the state; `update` records the
 played arm's reward. PC, UCB and TS split the key into (k_index, k_fit): `act` computes the
@@ -163,27 +166,60 @@ def rbmle_pc(nu=0.1, n=0.5, lam=1e-3, eta=0.01, precision: str = "diag",
   return _z_agent("rbmle_pc", index, lam, opt, cfg, precision, z_after_training=True)
 
 
-def neural_ucb(nu=0.1, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
-  """NeuralUCB (Zhou et al. 2020): f(x; θ̂) + ν √(gᵀ Z⁻¹ g / m), with its γ_t set to ν."""
+FORMS = ("paper", "reference")
+
+
+def neural_ucb(nu=0.1, lam=1e-3, eta=0.01, precision: str = "diag", form: str = "paper",
+               **training) -> Agent:
+  """NeuralUCB (Zhou et al. 2020): f(x; θ̂) + ν √(gᵀ Z⁻¹ g / m), with its γ_t set to ν.
+
+  `form="reference"` is the public NeuralTS/NeuralUCB code's width √(λ ν gᵀ U⁻¹ g) with
+  U = λI + Σ g gᵀ (ν inside the root, no 1/m; see `_confidence`).
+  """
   cfg, opt = training_lib.setup(nu, lam, eta, training)
+  width, m_z = _confidence("neural_ucb", nu, lam, form, cfg.width)
 
   def index(key, state, obs, f, g, z_inv_g):
     del key, state, obs
-    return f + nu * jnp.sqrt(precision_lib.quadratic(g, z_inv_g) / cfg.width)
+    return f + width(precision_lib.quadratic(g, z_inv_g))
 
-  return _z_agent("neural_ucb", index, lam, opt, cfg, precision, z_after_training=False)
+  return _z_agent("neural_ucb", index, lam, opt, cfg, precision, z_after_training=False, m_z=m_z)
 
 
-def neural_ts(nu=0.1, lam=1e-3, eta=0.01, precision: str = "diag", **training) -> Agent:
-  """NeuralTS (Zhang et al. 2021): r̃_a ~ N(f(x_a; θ̂), ν² σ_a²), σ_a² = λ g_aᵀ Z⁻¹ g_a / m."""
+def neural_ts(nu=0.1, lam=1e-3, eta=0.01, precision: str = "diag", form: str = "paper",
+              **training) -> Agent:
+  """NeuralTS (Zhang et al. 2021): r̃_a ~ N(f(x_a; θ̂), ν² σ_a²), σ_a² = λ g_aᵀ Z⁻¹ g_a / m.
+
+  `form="reference"`: r̃_a ~ N(f(x_a; θ̂), λ ν g_aᵀ U⁻¹ g_a), U = λI + Σ g gᵀ, as the public
+  implementation (see `_confidence`).
+  """
   cfg, opt = training_lib.setup(nu, lam, eta, training)
+  width, m_z = _confidence("neural_ts", nu, lam, form, cfg.width)
 
   def index(key, state, obs, f, g, z_inv_g):
     del state, obs
-    sigma = jnp.sqrt(lam * precision_lib.quadratic(g, z_inv_g) / cfg.width)
-    return f + nu * sigma * jax.random.normal(key, f.shape)
+    return f + width(precision_lib.quadratic(g, z_inv_g)) * jax.random.normal(key, f.shape)
 
-  return _z_agent("neural_ts", index, lam, opt, cfg, precision, z_after_training=False)
+  return _z_agent("neural_ts", index, lam, opt, cfg, precision, z_after_training=False, m_z=m_z)
+
+
+def _confidence(agent: str, nu, lam, form: str, m: int):
+  """NeuralUCB's width / NeuralTS's std as a function of q = gᵀ Z⁻¹ g, and the m_z of Z's
+  update Z_t = λI + (1/m_z) Σ g gᵀ, in either form:
+
+  * "paper" (the NeuralUCB and NeuralTS papers; the default): m_z = m; UCB adds ν √(q/m),
+    TS draws with std ν √(λ q / m).
+  * "reference" (the public NeuralTS code, whose diagonal Z and data procedure the NeuralRBMLE
+    paper follows, Appendix F, so most likely the code behind its baselines): U = λI + Σ g gᵀ
+    (m_z = 1), and both use √(λ ν q), ν inside the root — so the paper's grid
+    ν ∈ {1, 0.1, 10⁻³, 10⁻⁵} means other widths in each form. The network stays f of (2).
+  """
+  _checks.choice("form", form, FORMS)
+  if form == "reference":
+    return (lambda q: jnp.sqrt(lam * nu * q)), 1
+  if agent == "neural_ucb":
+    return (lambda q: nu * jnp.sqrt(q / m)), m
+  return (lambda q: nu * jnp.sqrt(lam * q / m)), m
 
 
 def record(state, obs: Context, arm, reward):
@@ -192,8 +228,9 @@ def record(state, obs: Context, arm, reward):
   return state._replace(buffer=buf, t=state.t + 1)
 
 
-def _z_agent(name, index, lam, opt, cfg, precision_name, z_after_training) -> Agent:
-  """The agents with one estimator θ̂ and a Z⁻¹: PC, UCB, TS (Gaussian ℓ, as (14))."""
+def _z_agent(name, index, lam, opt, cfg, precision_name, z_after_training, m_z=None) -> Agent:
+  """The agents with one estimator θ̂ and a Z⁻¹: PC, UCB, TS (Gaussian ℓ, as (14)); Z_t adds
+  g gᵀ / m_z (default m, the width)."""
   prec = precision_lib.get(precision_name)
   lik = likelihoods.gaussian
 
@@ -224,7 +261,7 @@ def _z_agent(name, index, lam, opt, cfg, precision_name, z_after_training) -> Ag
       g_t = jax.grad(network.apply_block)(network.block_of(theta, obs.block[arm]), obs.x[arm])
     else:
       g_t = state.g
-    z = prec.update(state.z, state.theta0, g_t, obs.block[arm], cfg.width)
+    z = prec.update(state.z, state.theta0, g_t, obs.block[arm], m_z or cfg.width)
     return state._replace(theta=theta, opt_state=opt_state, z=z)
 
   return Agent(name, init, act, update)

@@ -102,10 +102,12 @@ FAMILY.agent("rbmle_ga", agents.rbmle_ga, {
 })
 FAMILY.agent("rbmle_pc", agents.rbmle_pc, {
     "nu": _NU, "n": _N, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, **TRAINING})
+_FORM = string(agents.FORMS, doc="the confidence width: the papers' ν √(gᵀZ⁻¹g/m) (paper) or "
+               "the public code's √(λν gᵀU⁻¹g) (reference)")
 FAMILY.agent("neural_ucb", agents.neural_ucb, {
-    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, **TRAINING})
+    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, "form": _FORM, **TRAINING})
 FAMILY.agent("neural_ts", agents.neural_ts, {
-    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, **TRAINING})
+    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, "form": _FORM, **TRAINING})
 FAMILY.agent("lin_rbmle", baselines.lin_rbmle, {"nu": _NU, "n": _N, "lam": _LAM})
 FAMILY.agent("lin_ucb", baselines.lin_ucb, {"nu": _NU, "lam": _LAM})
 FAMILY.agent("deep_fpl", baselines.deep_fpl, {

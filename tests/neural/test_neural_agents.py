@@ -237,3 +237,33 @@ def test_simulate_and_sweep_validate_before_compiling():
     neural.simulate(ENV, neural.neural_ucb(), jax.random.key(0), 0)
   with pytest.raises(ValueError, match="eta"):
     neural.sweep(lambda eta: (ENV, neural.rbmle_ga(eta=eta)), {"eta": [0.1, -0.1]}, seeds=1, steps=5)
+
+
+@pytest.mark.parametrize("name", ["neural_ucb", "neural_ts"])
+def test_reference_form_is_the_public_codes_sigma(name):
+  # The public NeuralTS/NeuralUCB code (diagonal U): σ_a = √(Σ_i λ ν g_{a,i}² / U_i) with
+  # U = λ + Σ_τ g_τ² over the played arms' selection-time gradients, no 1/m; UCB adds σ_a, TS
+  # draws N(f_a, σ_a²). Two rounds, computed by hand from the agent's own f and g.
+  nu, lam = 0.3, 0.05
+  make = getattr(neural, name)
+  agent = make(nu=nu, lam=lam, form="reference", train_steps=1)
+  state = agent.init(jax.random.key(0), ENV.spec, 8)
+  U = lam * np.ones(network.num_params(state.theta0))
+  for k in range(2):
+    rnd = _round(jax.random.key(30 + k))
+    f, g = network.arm_grads(state.theta, rnd.obs.x, rnd.obs.block)
+    G = _dense(state.theta0, g, rnd.obs.block)
+    sigma = np.sqrt((lam * nu * G ** 2 / U).sum(1))
+    key = jax.random.key(40 + k)
+    if name == "neural_ucb":
+      want = np.asarray(f) + sigma
+    else:   # act draws with the first half of its key
+      k_index = jax.random.split(key)[0]
+      want = np.asarray(f) + sigma * np.asarray(jax.random.normal(k_index, f.shape))
+    state, info = play(ENV, agent, key, state, rnd)
+    assert int(info.arm) == int(np.argmax(want)), k
+    U = U + G[int(info.arm)] ** 2
+    np.testing.assert_allclose(np.asarray(jax.flatten_util.ravel_pytree(state.z)[0]), U,
+                               rtol=2e-3, atol=1e-6)
+  with pytest.raises(ValueError, match=r"form='ucb' is not one of \['paper', 'reference'\]"):
+    make(form="ucb")
