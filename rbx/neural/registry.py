@@ -4,7 +4,7 @@ fields.
 
 Reals (ν, n, λ, η, ζ, p, the reward noise) are traced: a grid over them runs in one program.
 Everything else is static, one program per value: the network and training settings
-(`width`, `depth`, `train_steps`, `batch_size`, `restart`, `optimizer`), GA's `arm_batch`,
+(`width`, `depth`, `train_steps`, `batch_size`, `restart`, `optimizer`, `scaling`), GA's `arm_batch`,
 BootstrappedNN's `num_networks`, and the names (`likelihood`, `precision`, the environment's
 `reward`, `dataset`, ...).
 """
@@ -85,6 +85,8 @@ TRAINING: dict[str, Param] = {
     "batch_size": integer(1, optional=True, doc="B, minibatch rows per step (None: full batch)"),
     "restart": boolean(doc="train every round from θ_0 (else warm start)"),
     "optimizer": string(training.OPTIMIZERS, doc="sgd (gradient ascent) or adam"),
+    "scaling": string(training.SCALINGS, doc="the objective divided by n_t (mean) or as "
+                      "(10)/(12) are written (sum)"),
 }
 _NU = real(0.0, doc="ν: α(t) = ν t^n, or the exploration weight")
 _N = real(0.0, doc="n of α(t) = ν t^n")

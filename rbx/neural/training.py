@@ -7,8 +7,14 @@ buffer (`init`), the training settings (`Training`, `settings`), the optax optim
 schedule α(t) = ν t^n (`schedule`).
 
 Training. Each round runs `train_steps` (J) optimiser steps on the objective divided by the
-history size n_t = max(t − 1, 1) (same maximiser; plain gradient ascent with step η on it is
-ascent with step η/n_t on (10)/(12), the 1/(t m) scaling that Theorems 1–2 ask of η). With
+history size n_t = max(t − 1, 1) (`scaling="mean"`, the default: same maximiser; plain
+gradient ascent with step η on it is ascent with step η/n_t on (10)/(12), the 1/(t m) scaling
+that Theorems 1–2 ask of η), or on (10)/(12) as written (`scaling="sum"`: step η on the sum,
+Algorithm 1 line 6 read literally). Appendix F's "learning rate η = 0.001" with "J = 100 as
+the maximum number of steps" does not say which: its baselines come from the public NeuralTS
+code, whose per-sample SGD passes (one step per stored row) act like steps on the sum. The mean
+keeps one η stable at every t and is the default; `benchmarks/step_size.py` runs both
+(docs/algorithms.md has the figures). With
 `batch_size=None` each step is full batch over the stored rows: the buffer's used tiles
 only, so a round costs O(t), not O(capacity). With `batch_size=B` each step instead draws
 ⌈B/n_b⌉ rows from each of the n_b first-layer blocks (n_b = K under the disjoint encoding,
@@ -38,26 +44,29 @@ from rbx.neural.network import Params
 class Training(NamedTuple):
   """Static training settings: J steps per round, minibatch size B (None: full batch; else
   ⌈B/n_b⌉ rows per first-layer block, see the module docstring), restart from θ_0 each
-  round, the optimiser ("sgd": gradient ascent, or "adam"), network width/depth."""
+  round, the optimiser ("sgd": gradient ascent, or "adam"), network width/depth, and the
+  objective's scaling ("mean": divided by n_t; "sum": as (10)/(12) are written)."""
   train_steps: int
   batch_size: int | None
   restart: bool
   optimizer: str
   width: int
   depth: int
+  scaling: str = "mean"
 
 
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
+SCALINGS = ("mean", "sum")
 
 
 def settings(width: int = 32, depth: int = 2, train_steps: int = 10,
              batch_size: int | None = None, restart: bool = False,
-             optimizer: str = "sgd") -> Training:
+             optimizer: str = "sgd", scaling: str = "mean") -> Training:
   """The checked `Training` settings (the `**training` keywords of the neural agents).
 
   Raises:
     ValueError: naming the field, for an odd or non-positive width, depth < 2, J < 1,
-      B < 1, a non-bool `restart` or an unknown optimiser.
+      B < 1, a non-bool `restart`, an unknown optimiser or scaling.
   """
   network.check_architecture(width, depth)
   _checks.positive_int("train_steps", train_steps)
@@ -66,7 +75,8 @@ def settings(width: int = 32, depth: int = 2, train_steps: int = 10,
   if not isinstance(restart, bool):
     raise ValueError(f"restart must be a bool, got {restart!r}")
   _checks.choice("optimizer", optimizer, OPTIMIZERS)
-  return Training(train_steps, batch_size, restart, optimizer, width, depth)
+  _checks.choice("scaling", scaling, SCALINGS)
+  return Training(train_steps, batch_size, restart, optimizer, width, depth, scaling)
 
 
 def optimizer(lam, eta, cfg: Training) -> optax.GradientTransformation:
@@ -106,7 +116,7 @@ def start(theta: Params, opt_state, theta0: Params, opt, cfg: Training):
 
 def fit(theta: Params, opt_state, theta0: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
         lik: likelihoods.Likelihood, lam, opt, cfg: Training, bias=None):
-  """J optimiser steps on −(ℓ_λ(F_t; θ) + bias(θ)) / n_t (full batch or minibatch).
+  """J optimiser steps on −(ℓ_λ(F_t; θ) + bias(θ)) / n_t (or not divided, `cfg.scaling`).
 
   Args:
     theta, opt_state: the starting point (see `start`).
@@ -120,7 +130,7 @@ def fit(theta: Params, opt_state, theta0: Params, buf: buffer_lib.Buffer, key: c
   Returns:
     (θ, optimiser state) after J steps.
   """
-  n = jnp.maximum(buf.count, 1).astype(jnp.float32)
+  n = jnp.maximum(buf.count, 1).astype(jnp.float32) if cfg.scaling == "mean" else 1.0
   if cfg.batch_size is None:
     history_grad = lambda th, j: history(th, buf, lik, grad=True)[1]
   else:

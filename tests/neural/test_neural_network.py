@@ -100,3 +100,28 @@ def test_bad_architecture_raises(kw, field):
   args = dict(dim=D, width=M, depth=2, num_blocks=B) | kw
   with pytest.raises(ValueError, match=field):
     network.init(jax.random.key(0), **args)
+
+
+def test_sum_scaling_is_the_mean_scaling_with_eta_times_n():
+  # One SGD step on (10) as written equals one step of η·n_t on (10)/n_t, from the same θ.
+  from rbx.neural import buffer, likelihoods, training
+  key = jax.random.key(0)
+  theta0 = network.init(key, 3, 8, 2, 2)
+  theta = _moved(theta0, jax.random.key(1))
+  buf = buffer.empty(16, 3, 2)
+  x = jax.random.normal(jax.random.key(2), (5, 3))
+  for i in range(5):
+    buf = buffer.add(buf, x[i], i % 2, float(i % 3) / 2)
+  eta, lam, n = 1e-2, 1e-2, 5
+
+  def step(scaling, eta):
+    cfg = training.settings(width=8, train_steps=1, scaling=scaling)
+    opt = training.optimizer(lam, eta, cfg)
+    return training.fit(theta, opt.init(theta), theta0, buf, key, likelihoods.gaussian, lam, opt,
+                        cfg)[0]
+
+  sum_step = ravel_pytree(step("sum", eta))[0]
+  np.testing.assert_allclose(sum_step, ravel_pytree(step("mean", eta * n))[0], rtol=1e-5, atol=1e-7)
+  assert not np.allclose(sum_step, ravel_pytree(step("mean", eta))[0], atol=1e-5)
+  with pytest.raises(ValueError, match=r"scaling='total' is not one of \['mean', 'sum'\]"):
+    training.settings(scaling="total")

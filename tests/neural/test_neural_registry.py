@@ -15,7 +15,7 @@ from rbx.core.registry import BOOL, INT, REAL, STR
 AGENTS = ["rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ts", "lin_rbmle", "lin_ucb", "deep_fpl",
           "bootstrapped_nn"]
 TRAINING = {"width": INT, "depth": INT, "train_steps": INT, "batch_size": INT, "restart": BOOL,
-            "optimizer": STR}
+            "optimizer": STR, "scaling": STR}
 
 
 def test_the_family_is_registered_with_its_environments_and_agents():
