@@ -19,7 +19,7 @@ JAX sweeps over seeds and hyperparameters.
   rbx demo                       the RLHF paper's Examples 1-2 (no data needed)
   rbx run CONFIG.toml            a sweep config into a run directory (see configs/)
   rbx run --resume DIR           continue an interrupted run
-  rbx report DIR / rbx plot DIR  a finished run's summary and plots
+  rbx report DIR / rbx plot DIR  a run's summary and plots (--out OUT to write elsewhere)
   rbx data download NAME         a data set of the NeuralRBMLE paper
 
 `rbx COMMAND --help` describes each command."""
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def register_demo(subparsers) -> None:
-  """Adds `rbx demo [--seeds N] [--steps T] [--alpha A]`."""
+  """Adds `rbx demo [--seeds N] [--steps T] [--alpha A] [--no-progress]`."""
   demo = subparsers.add_parser("demo", help="the RLHF paper's Examples 1-2 with Algorithm 1, VPO, XPO")
   from rbx import demo as demo_lib
   demo.add_argument("--seeds", type=_positive_int, default=demo_lib.SEEDS,
@@ -58,6 +58,7 @@ def register_demo(subparsers) -> None:
                     help=f"iterations per run (default {demo_lib.STEPS})")
   demo.add_argument("--alpha", type=float, default=demo_lib.ALPHA,
                     help=f"the constant alpha (default {demo_lib.ALPHA:g})")
+  demo.add_argument("--no-progress", action="store_true", help="no progress bar")
   demo.set_defaults(handler=_demo)
 
 
@@ -87,23 +88,36 @@ def register_run(subparsers) -> None:
 
 
 def register_plot(subparsers) -> None:
-  """Adds `rbx plot DIR`."""
-  p = subparsers.add_parser("plot", help="plot a finished run (PNG and SVG under DIR/plots)")
+  """Adds `rbx plot DIR [--out OUT] [--log]`."""
+  p = subparsers.add_parser(
+      "plot", help="plot a run (PNG and SVG under DIR/plots)",
+      description="Plots the run in DIR into DIR/plots (or --out); an interrupted run is plotted "
+      "from its checkpoint as far as it got, titled 'partial: step t of T'.")
   p.add_argument("dir", help="a run directory")
+  p.add_argument("--out", metavar="OUT", help="write the plots into OUT (e.g. for a read-only DIR)")
+  _add_log(p)
   p.set_defaults(handler=_plot)
 
 
 def register_report(subparsers) -> None:
-  """Adds `rbx report DIR`."""
-  p = subparsers.add_parser("report", help="write DIR/report.md: summary, CIs, exponents, plots")
+  """Adds `rbx report DIR [--out OUT] [--log]`."""
+  p = subparsers.add_parser(
+      "report", help="write DIR/report.md: summary, CIs, exponents, plots",
+      description="Writes report.md and plots/ of the run in DIR into DIR (or --out); an "
+      "interrupted run is reported from its checkpoint as far as it got, labelled 'partial: "
+      "step t of T'.")
   p.add_argument("dir", help="a run directory")
+  p.add_argument("--out", metavar="OUT",
+                 help="write report.md and plots/ into OUT (e.g. for a read-only DIR)")
+  _add_log(p)
   p.set_defaults(handler=_report)
 
 
 def _demo(args) -> int:
   from rbx import demo as demo_lib
   try:
-    demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha)
+    demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha,
+                 progress=not args.no_progress)
   except ValueError as e:
     return _fail("demo", e)
   return 0
@@ -130,6 +144,9 @@ def _run(args) -> int:
       status = experiment.run(cfg, progress=not args.no_progress)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("run", e)
+  except MemoryError as e:                  # past the estimate (`rbx.core.memory`): recorded
+    return _fail("run", f"out of memory ({e or 'MemoryError'}); the run's status is 'failed': "
+                        "use fewer seeds, record = \"log\" or \"summary\", or a smaller seed_block")
   except KeyboardInterrupt:
     print("rbx run: stopped at once; the last checkpoint is intact (rbx run --resume DIR)",
           file=sys.stderr)
@@ -137,12 +154,18 @@ def _run(args) -> int:
   return EXIT_INTERRUPTED if status == experiment.INTERRUPTED else 0
 
 
+def _add_log(parser) -> None:
+  parser.add_argument("--log", action="store_true",
+                      help="a logarithmic regret axis in the cumulative plot")
+
+
 def _plot(args) -> int:
-  from rbx.core import plots, report, results
+  from rbx.core import checkpoint, plots, report
   try:
-    res = results.load(args.dir)
-    figures = plots.plot_all(res, f"{args.dir}/plots", report.reference_exponent(res))
-  except (ValueError, OSError) as e:
+    res = report.load(args.dir)
+    out = report.writable(args.out or f"{args.dir}/plots", suggest_out=args.out is None)
+    figures = plots.plot_all(res, out, report.reference_exponent(res), args.log)
+  except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("plot", e)
   for paths in figures.values():
     print(*paths)
@@ -150,10 +173,10 @@ def _plot(args) -> int:
 
 
 def _report(args) -> int:
-  from rbx.core import report
+  from rbx.core import checkpoint, report
   try:
-    print(report.write(args.dir))
-  except (ValueError, OSError) as e:
+    print(report.write(args.dir, args.out, args.log))
+  except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("report", e)
   return 0
 

@@ -40,7 +40,18 @@ num_actions, horizon, beta and r_max come from the environment and T). Real-valu
 are traced (a grid over them is vmapped in one program); names, sizes and flags are static
 (one program per value). `load` checks keys (with the nearest valid name for a typo), types,
 ranges, and then builds every grid point's environment and agent concretely, so any bad
-value is reported as a `ConfigError` naming its key before the sweep compiles.
+value is reported as a `ConfigError` naming its key before the sweep compiles. It also
+estimates the memory the run needs (`rbx.core.memory`) and refuses one that does not fit,
+with the figure, the limit and the fix, before anything is allocated.
+
+A parameter the config leaves out runs with its constructor's default: rbx does not require
+it, it records it. `Config.effective()` gives the value every parameter of the environment
+and of each agent runs with — the config's, or the registered constructor's default
+(`Entry.defaults`: its signature's, and those of the functions its `**kwargs` go to, e.g. a
+neural agent's training settings), tables with every field (a partial [agent.solver]
+completed with `SolverConfig`'s defaults) — and `rbx run` writes it to metadata.json
+("effective") for `rbx report`. Grid fields are left out (they are in [grid]), and so are an
+RLHF schedule's own defaults (e.g. scale = 1; `rbx.schedules`).
 """
 from __future__ import annotations
 
@@ -56,6 +67,7 @@ import tomli_w
 
 from rbx import _checks
 from rbx.core import registry
+from rbx.core import sweep as sweep_lib
 from rbx.core.grid import Grid
 from rbx.core.record import RECORDS
 from rbx.core.registry import BOOL, INT, REAL, STR, TABLE, VECTOR, Param
@@ -84,6 +96,9 @@ class Config(NamedTuple):
     steps, chunk, record, log_points, seed_batch, seed_block, devices: how to run.
     out: the run directory.
     text: the config file's text.
+
+  Parameters it does not set run with their constructors' defaults, which `effective` records
+  (see the module docstring).
   """
   family: str
   title: str
@@ -124,6 +139,26 @@ class Config(NamedTuple):
     return dict(static=self.static(), devices=self.devices, seed_batch=self.seed_batch,
                 chunk=self.chunk, record=self.record, log_points=self.log_points,
                 seed_block=self.seed_block)
+
+  def effective(self) -> dict[str, Any]:
+    """The value every parameter runs with, defaults included, as JSON data:
+    {"env": {"name": ..., param: value}, "agent": {agent name: {param: value}}}, the grid
+    fields left out (they are in `grid`). See the module docstring."""
+    fam = registry.get(self.family)
+    swept = set(self.grid)
+    env_entry = fam.envs[self.env]
+    env_given = {k: v for k, v in self.fixed.items() if k in env_entry.params}
+    out = {"env": {"name": self.env, **_effective(env_entry, env_given, env_given, swept)},
+           "agent": {}}
+    for name in self._agents():
+      point = next(p for p in Grid(self.grid).each() if p.get("agent", name) == name)
+      values = {**self.fixed, **point, "agent": name}
+      entry = fam.agents[name]
+      env = fam.load_env(self.env, {k: values[k] for k in env_entry.params if k in values})
+      prepared = fam.prepare({k: values[k] for k in entry.params if k in values}, env, self.steps)
+      given = {k: v for k, v in self.fixed.items() if k in entry.params}
+      out["agent"][name] = _effective(entry, given, prepared, swept)
+    return out
 
   def digest(self) -> str:
     """A hash of everything that determines the results (not `out`, `title` or `devices`)."""
@@ -247,14 +282,53 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
         fixed[key] = _check_kind(f"{table}.{key}", value, params[key])
 
   seed_block = run.get("seed_block")
+  num_seeds = _num_seeds(seeds)
   config = Config(family=fam_name, title=run.get("title", ""), env=env_name, fixed=fixed, grid=grid,
-                  seeds=_seeds(seeds), steps=steps, chunk=chunk, record=record,
+                  seeds=np.zeros(0, np.int64),     # made once their memory is checked, below
+                  steps=steps, chunk=chunk, record=record,
                   log_points=run.get("log_points", 50),
                   seed_batch=run.get("seed_batch", family.seed_batch()),
                   seed_block=seed_block, devices=run.get("devices"),
                   out=out or run.get("out", default_out), text=text)
   _check_points(config, where)
-  return config
+  _wrap(lambda: sweep_lib.check_memory(config.build, config.grid, num_seeds, steps,
+                                       checkpoint=True, **config.sweep_options()))
+  return config._replace(seeds=np.arange(seeds) if isinstance(seeds, int) else np.asarray(seeds))
+
+
+def _effective(entry: registry.Entry, given: dict[str, Any], prepared: dict[str, Any],
+               swept: set[str]) -> dict[str, Any]:
+  """`given` (the config's values of `entry`'s parameters) completed with what the family's
+  `prepare` made of them where that is data (a table with every field), and with the
+  constructor's defaults of what it did not set; grid fields (`swept`) left out."""
+  out = {k: _as_data(v) for k, v in given.items()}
+  for k, v in prepared.items():
+    if k in entry.params and k not in swept:
+      try:
+        out[k] = _as_data(v)
+      except TypeError:             # e.g. a schedule's function: the config's values say it
+        pass
+  for k, v in entry.defaults().items():
+    if k not in out and k not in prepared and k not in swept:
+      out[k] = _as_data(v)
+  return out
+
+
+def _as_data(value):
+  """`value` as JSON data (a NamedTuple as a table); TypeError for what is not data."""
+  if value is None or isinstance(value, (bool, int, float, str)):
+    return value
+  if isinstance(value, np.generic):
+    return value.item()
+  if hasattr(value, "_asdict"):
+    return {k: _as_data(v) for k, v in value._asdict().items()}
+  if isinstance(value, dict):
+    return {k: _as_data(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_as_data(v) for v in value]
+  if hasattr(value, "__array__"):
+    return np.asarray(value).tolist()
+  raise TypeError(f"{type(value).__name__} is not data")
 
 
 def _check_points(config: Config, where: dict[str, str]) -> None:
@@ -319,15 +393,16 @@ def _need(run: dict, key: str):
   return run[key]
 
 
-def _seeds(seeds) -> np.ndarray:
+def _num_seeds(seeds) -> int:
+  """The number of seeds of a valid `seeds` (n or a list of distinct seeds)."""
   if isinstance(seeds, int) and not isinstance(seeds, bool):
     if seeds < 1:
       raise ConfigError(f"config seeds must be an integer >= 1 or a list of seeds, got {seeds}")
-    return np.arange(seeds)
+    return seeds
   if (not isinstance(seeds, list) or not seeds
       or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
     raise ConfigError(f"config seeds must be an integer >= 1 or a non-empty list of integers >= 0,"
                       f" got {seeds!r}")
   if len(set(seeds)) < len(seeds):
     raise ConfigError(f"config seeds has repeated seeds {seeds}")
-  return np.asarray(seeds)
+  return len(seeds)

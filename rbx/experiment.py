@@ -9,10 +9,17 @@ chunk with everything saved (a second Ctrl-C stops at once, the last checkpoint 
 bit-identical to an uninterrupted run. With several processes (`rbx.core.devices.initialize`)
 each runs its share of the seeds with its own checkpoint.p<i>.npz, and process 0 writes the
 gathered results.
+
+One process runs a directory at a time: `run` and `resume` hold its lock (`rbx.core.rundir`,
+released by the kernel however the process ends), and a second is refused with the holder's
+pid, host and start time. metadata.json's status is "running" while it runs and then
+"complete", "interrupted" (Ctrl-C or SIGTERM) or "failed", with the error's type, message and
+time, whatever ended it (an exception, MemoryError, a second Ctrl-C); it also records the
+effective value of every parameter, defaults included (`rbx.config.Config.effective`).
 """
 from __future__ import annotations
 
-import datetime
+import contextlib
 import os
 import platform
 import signal
@@ -27,24 +34,36 @@ import numpy as np
 
 import rbx
 from rbx import config as config_lib
-from rbx.core import checkpoint, devices, driver
+from rbx.core import checkpoint, devices, driver, rundir
 from rbx.core import sweep as sweep_lib
 from rbx.core import results as results_lib
 
-COMPLETE, INTERRUPTED, RUNNING = "complete", "interrupted", "running"
+COMPLETE, INTERRUPTED, RUNNING, FAILED = (rundir.COMPLETE, rundir.INTERRUPTED, rundir.RUNNING,
+                                         rundir.FAILED)
 
 
 def run(config: config_lib.Config, *, progress: bool = True, echo: Callable[[str], None] = print) -> str:
   """Runs `config` into the new directory `config.out`; returns the status (complete or
-  interrupted)."""
+  interrupted).
+
+  Raises:
+    FileExistsError: the directory already holds a run.
+    rundir.LockedError: another process is running the directory.
+  """
   directory = Path(config.out)
+  _refuse_a_run(directory)                  # before the lock touches the directory
+  directory.mkdir(parents=True, exist_ok=True)
+  with _locked(directory, echo):
+    _refuse_a_run(directory)                # another process may have run it meanwhile
+    if jax.process_index() == 0:
+      (directory / results_lib.CONFIG).write_text(config.text)
+    return _execute(config, directory, None, progress, echo)
+
+
+def _refuse_a_run(directory: Path) -> None:
   if jax.process_index() == 0 and (directory / results_lib.METADATA).exists():
     raise FileExistsError(f"{directory} already holds a run: continue it with `rbx run --resume "
                           f"{directory}`, or choose another directory with --out")
-  directory.mkdir(parents=True, exist_ok=True)
-  if jax.process_index() == 0:
-    (directory / results_lib.CONFIG).write_text(config.text)
-  return _execute(config, directory, None, progress, echo)
 
 
 def resume(directory: str | os.PathLike, *, progress: bool = True,
@@ -53,11 +72,17 @@ def resume(directory: str | os.PathLike, *, progress: bool = True,
 
   Raises:
     FileNotFoundError: `directory` is not a run directory.
+    rundir.LockedError: another process is running the directory.
     checkpoint.CheckpointError: every checkpoint is corrupt or belongs to another config.
   """
   directory = Path(directory)
   if not (directory / results_lib.CONFIG).is_file():
     raise FileNotFoundError(f"{directory} is not a run directory (no {results_lib.CONFIG})")
+  with _locked(directory, echo):
+    return _resume(directory, progress, echo)
+
+
+def _resume(directory: Path, progress, echo) -> str:
   config = config_lib.loads((directory / results_lib.CONFIG).read_text(), out=str(directory))
   meta_path = directory / results_lib.METADATA
   if meta_path.is_file() and results_lib.read_json(meta_path).get("status") == COMPLETE:
@@ -92,9 +117,10 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
   meta_path = directory / results_lib.METADATA
   metadata = (results_lib.read_json(meta_path) if start is not None and meta_path.is_file()
               else _environment(config, mesh))
-  segment = {"started": _now()}
+  segment = {"started": rundir.now()}
   metadata.setdefault("segments", []).append(segment)
   metadata["status"] = RUNNING
+  metadata.pop("error", None)
   _write_metadata(meta_path, metadata)
   begin = time.perf_counter()
   compiles = []
@@ -108,12 +134,18 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
         "stats": snapshot.stats, "digest": config.digest(), "devices": _num_devices(mesh),
         "processes": jax.process_count()})
 
-  with _StopOnSignal(echo) as stop:
-    res = sweep_lib.sweep(config.build, config.grid, config.seeds, config.steps,
-                          **config.sweep_options(), progress=progress, start=start,
-                          on_chunk=save, stop=stop, compiles=compiles)
+  try:
+    with _StopOnSignal(echo) as stop:
+      res = sweep_lib.sweep(config.build, config.grid, config.seeds, config.steps,
+                            **config.sweep_options(), progress=progress, start=start,
+                            on_chunk=save, stop=stop, compiles=compiles)
+    if res.complete and jax.process_index() == 0:
+      res.save(directory)
+  except BaseException as e:       # whatever ends the run, its status says so
+    _record_end(meta_path, metadata, segment, begin, e, echo)
+    raise
   stats = res.timing
-  segment.update(finished=_now(), wall_seconds=time.perf_counter() - begin,
+  segment.update(finished=rundir.now(), wall_seconds=time.perf_counter() - begin,
                  compiles=[{"what": w, "seconds": s} for w, s in compiles])
   metadata.update(
       finished=segment["finished"],
@@ -125,8 +157,6 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
     _write_metadata(meta_path, metadata)
     echo(f"stopped after a chunk with everything saved; continue with `rbx run --resume {directory}`")
     return INTERRUPTED
-  if jax.process_index() == 0:
-    res.save(directory)
   metadata["status"] = COMPLETE
   _write_metadata(meta_path, metadata)
   for p in (path, checkpoint.previous(path)):
@@ -165,6 +195,33 @@ class _StopOnSignal:
       signal.signal(sig, handler)
 
 
+def _record_end(path: Path, metadata: dict, segment: dict, begin: float, error: BaseException,
+                echo) -> None:
+  """Records in metadata.json that `error` ended the run: "interrupted" for a
+  KeyboardInterrupt (the last checkpoint intact), "failed" for anything else."""
+  stopped = isinstance(error, KeyboardInterrupt)
+  end = {"time": rundir.now(), "type": type(error).__name__,
+         "message": "stopped at once by a second Ctrl-C" if stopped else str(error)}
+  segment.update(finished=end["time"], wall_seconds=time.perf_counter() - begin, error=end)
+  metadata.update(status=INTERRUPTED if stopped else FAILED, finished=end["time"], error=end)
+  try:
+    _write_metadata(path, metadata)
+  except Exception as e:            # the original error matters more; say why it is not recorded
+    echo(f"warning: could not record the status in {path}: {e}")
+
+
+@contextlib.contextmanager
+def _locked(directory: Path, echo):
+  """Holds this process's lock on `directory`, saying so when its last holder was killed."""
+  name = rundir.LOCK if jax.process_count() == 1 else f"run.p{jax.process_index()}.lock"
+  with rundir.hold(directory / name) as stale:
+    if stale:
+      echo(f"note: the last run of {directory} (pid {stale.get('pid')} on host "
+           f"{stale.get('host')} since {stale.get('since')}) ended without releasing its lock "
+           "(killed?)")
+    yield
+
+
 def _checkpoint_path(directory: Path) -> Path:
   if jax.process_count() == 1:
     return directory / "checkpoint.npz"
@@ -177,7 +234,7 @@ def _num_devices(mesh) -> int:
 
 def _environment(config, mesh) -> dict:
   return {
-      "title": config.title, "family": config.family, "status": RUNNING, "started": _now(),
+      "title": config.title, "family": config.family, "status": RUNNING, "started": rundir.now(),
       "versions": {"rbx": rbx.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
                    "numpy": np.__version__, "python": sys.version.split()[0]},
       "platform": platform.platform(), "backend": jax.default_backend(),
@@ -189,13 +246,10 @@ def _environment(config, mesh) -> dict:
                 "record": config.record,
                 "state_bytes_per_seed": sweep_lib.state_bytes(config.build, config.grid,
                                                               config.steps, config.static())},
+      "effective": config.effective(),
   }
 
 
 def _write_metadata(path: Path, metadata: dict) -> None:
   if jax.process_index() == 0:
     results_lib.write_json(path, metadata)
-
-
-def _now() -> str:
-  return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -120,3 +120,28 @@ def test_overrides_are_written_into_the_config_text():
   assert config.parse_setting("agent.name=vpo") == ("agent.name", "vpo")
   with pytest.raises(config.ConfigError, match="KEY=VALUE"):
     config.parse_setting("steps")
+
+
+def test_effective_values_include_the_constructors_defaults():
+  c = config.loads(make(env='name = "example1"', agent='name = "vpo"',
+                        extra="[agent.solver]\nstarts = 4", grid="r_max = [3.0, 4.0]"))
+  effective = c.effective()
+  assert effective["env"] == {"name": "example1", "p": 0.0, "beta": 0.5}     # r_max is swept
+  vpo = effective["agent"]["vpo"]
+  assert vpo["alpha"] == 1.0 and vpo["pi_cal"] is None
+  assert vpo["solver"]["starts"] == 4 and vpo["solver"]["iterations"] == 10   # completed
+
+
+def test_effective_values_include_defaults_passed_through_kwargs():
+  # neural agents take their training settings as **training: their defaults are recorded too
+  c = config.loads('family = "neural"\nseeds = 1\nsteps = 5\n[env]\nname = "synthetic"\n'
+                   '[agent]\nname = "neural_ucb"\nwidth = 16')
+  ucb = c.effective()["agent"]["neural_ucb"]
+  assert ucb["width"] == 16 and ucb["train_steps"] == 10 and ucb["batch_size"] is None
+  assert ucb["scaling"] == "mean" and ucb["form"] == "paper" and ucb["nu"] == 0.1
+
+
+def test_a_sweep_too_big_for_the_machine_is_a_config_error_naming_the_bytes():
+  with pytest.raises(config.ConfigError, match=r"needs about .* bytes\) of host memory but .* "
+                     r"is available .*record = \"log\" or \"summary\""):
+    config.loads(make(top="seeds = 1000000000\nsteps = 1000"))

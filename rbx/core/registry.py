@@ -104,11 +104,23 @@ def table(doc="") -> Param:
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-  """A registered environment or agent: `make(**params)` and its declared parameters."""
+  """A registered environment or agent: `make(**params)` and its declared parameters;
+  `forwards` are the functions `make` passes its `**kwargs` to (e.g. the neural agents'
+  training settings), whose defaults are those parameters' defaults."""
   name: str
   make: Callable[..., Any]
   params: dict[str, Param]
   doc: str = ""
+  forwards: tuple[Callable[..., Any], ...] = ()
+
+  def defaults(self) -> dict[str, Any]:
+    """The default of every declared parameter that `make` (or a forward) has one for."""
+    out = {}
+    for f in (*self.forwards, self.make):
+      for k, p in inspect.signature(f).parameters.items():
+        if k in self.params and p.default is not inspect.Parameter.empty:
+          out[k] = p.default
+    return out
 
   def check(self, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """`params` checked against the declaration (names with "did you mean", kinds, ranges)."""
@@ -152,9 +164,11 @@ class Family:
     self.envs[name] = Entry(name, make, dict(params), doc or _first_line(make))
     return make
 
-  def agent(self, name: str, make: Callable, params: Mapping[str, Param], doc: str = "") -> Callable:
-    """Registers agent `name` (`make(**params) -> rbx.core.Agent`); returns `make`."""
-    self.agents[name] = Entry(name, make, dict(params), doc or _first_line(make))
+  def agent(self, name: str, make: Callable, params: Mapping[str, Param], doc: str = "",
+            forwards: tuple[Callable, ...] = ()) -> Callable:
+    """Registers agent `name` (`make(**params) -> rbx.core.Agent`; `forwards`: see `Entry`);
+    returns `make`."""
+    self.agents[name] = Entry(name, make, dict(params), doc or _first_line(make), tuple(forwards))
     return make
 
   def get_agent(self, name: str, **params):

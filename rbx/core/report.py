@@ -1,25 +1,111 @@
 """`rbx report DIR`: a Markdown summary of a run — what ran, where and how fast, R(T) per
-grid point with its 95% CI, the regret exponents, and the plots (`rbx.core.plots`)."""
+grid point with its 95% CI, the regret exponents, and the plots (`rbx.core.plots`).
+
+An interrupted run (no results yet, a checkpoint) is reported from its newest checkpoint as
+far as it got (`load`, `partial`), labelled "partial: step t of T". The report and plots go
+into the run directory, or `out` (for a read-only run directory).
+"""
 from __future__ import annotations
 
+import dataclasses
+import os
+import tempfile
+import tomllib
 from pathlib import Path
 
-from rbx.core import plots, registry
+import numpy as np
+
+from rbx import config as config_lib
+from rbx import experiment
+from rbx.core import checkpoint, plots, registry, rundir
 from rbx.core import results as results_lib
+from rbx.core.grid import Grid
+from rbx.core.record import Recorder
 
 REPORT = "report.md"
 
 
-def write(directory: str | Path) -> Path:
-  """Writes `directory`/report.md (and the plots under `directory`/plots); returns its path."""
-  directory = Path(directory)
-  res = results_lib.load(directory)
+def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
+          log: bool = False) -> Path:
+  """Writes report.md and plots/ into `out` (default the run `directory`); returns its path.
+  `log`: a log regret axis in the cumulative plot."""
+  res = load(directory)
+  target = writable(directory if out is None else out, suggest_out=out is None)
   reference = reference_exponent(res)
-  figures = plots.plot_all(res, directory / "plots", reference)
-  path = directory / REPORT
-  path.write_text(markdown(res, {k: v[0].relative_to(directory) for k, v in figures.items()},
+  figures = plots.plot_all(res, target / "plots", reference, log)
+  path = target / REPORT
+  path.write_text(markdown(res, {k: v[0].relative_to(target) for k, v in figures.items()},
                            reference))
   return path
+
+
+def load(directory: str | os.PathLike) -> results_lib.Results:
+  """The run's results: the finished run's (`rbx.core.results.load`), or an interrupted
+  run's so far, from its newest good checkpoint (`partial`).
+
+  Raises:
+    FileNotFoundError: no results and nothing to report, saying why (`rundir.describe`:
+      failed, killed, still running, interrupted before its first checkpoint, no run).
+    checkpoint.CheckpointError: the checkpoints are corrupt or from another config.
+  """
+  directory = Path(directory)
+  if (directory / results_lib.INDEX).is_file():
+    return results_lib.load(directory)
+  path = experiment._checkpoint_path(directory)
+  meta_path = directory / results_lib.METADATA
+  status = results_lib.read_json(meta_path).get("status") if meta_path.is_file() else None
+  if status != rundir.INTERRUPTED or not (path.exists() or checkpoint.previous(path).exists()):
+    raise FileNotFoundError(rundir.describe(directory))
+  text = (directory / results_lib.CONFIG).read_text()
+  config = config_lib.loads(text, out=str(directory))
+  arrays, meta, _ = checkpoint.load_latest(path)
+  if meta["digest"] != config.digest():
+    raise checkpoint.CheckpointError(f"{path} was written by a different config than "
+                                     f"{directory / results_lib.CONFIG}")
+  grid = Grid(config.grid, static=config.static())
+  recorder = Recorder(config.record, config.steps,
+                      (len(grid.combos()), grid.num_points, config.seeds.size), config.log_points)
+  recorder.restore({"data": arrays["records.data"], "cum": arrays["records.cum"]})
+  return partial(results_lib.from_records(
+      grid, config.seeds, recorder, recorder.data, complete=False, timing=meta["stats"],
+      config=tomllib.loads(text), metadata=results_lib.read_json(meta_path)))
+
+
+def partial(res: results_lib.Results) -> results_lib.Results:
+  """An interrupted run's `res` (NaN where not run) cut to the recorded steps that every
+  started run has reached and to the seeds that every started grid point has run; grid
+  points not started stay NaN (`plots.partial_label` says how many ran).
+
+  Raises:
+    ValueError: nothing recorded yet.
+  """
+  field = "regret" if res.regret is not None else "recorded"
+  data = getattr(res, field)
+  reach = np.isfinite(data).sum(axis=-1).reshape(-1, data.shape[-2])   # runs fill from t = 1
+  started = reach.any(axis=-1)
+  if not started.any():
+    summary = field == "recorded" and res.coords["step"].size == 1
+    raise ValueError("the run has recorded nothing yet" + (
+        " (record = \"summary\" keeps R(T) only, once a grid point finishes)" if summary else ""))
+  seeds = (reach[started] > 0).all(axis=0)
+  k = int(reach[started][:, seeds].min())
+  coords = {**res.coords, "seed": res.coords["seed"][seeds], "step": res.coords["step"][:k]}
+  return dataclasses.replace(res, coords=coords, complete=False,
+                             **{field: data[..., seeds, :k]})
+
+
+def writable(directory: str | os.PathLike, suggest_out: bool = True) -> Path:
+  """`directory`, made if need be, once a file can be written where it is (or would be)
+  made; else an OSError that says so (and, with `suggest_out`, to use --out)."""
+  directory = Path(directory)
+  try:
+    existing = next(p for p in (directory, *directory.parents) if p.is_dir())
+    tempfile.TemporaryFile(dir=existing).close()
+    directory.mkdir(parents=True, exist_ok=True)
+  except OSError as e:
+    raise OSError(f"cannot write to {directory} ({e.strerror or e})"
+                  + ("; write elsewhere with --out DIR" if suggest_out else "")) from e
+  return directory
 
 
 def reference_exponent(res: results_lib.Results):
@@ -37,15 +123,24 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
   meta, config = res.metadata or {}, res.config or {}
   sizes = meta.get("sizes", {})
   title = meta.get("title") or config.get("title") or "rbx sweep"
-  lines = [f"# {title}", ""]
+  partial_text = plots.partial_label(res)
+  lines = [f"# {title}" + (f" ({partial_text})" if partial_text else ""), ""]
+  if partial_text:
+    lines += [f"**Partial results** ({partial_text}): the run stopped before the end; below are "
+              "its newest checkpoint's records up to that step (grid points not started: "
+              "\"not run yet\"). Continue it with `rbx run --resume DIR`.", ""]
   env = dict(config.get("env", {}))
   lines += [
       f"- family `{config.get('family', '?')}`, environment `{env.pop('name', '?')}`"
       + (f" ({_args(env)})" if env else "")
       + (f", agent settings ({_args(config['agent'])})" if config.get("agent") else ""),
       f"- grid {_args(config.get('grid', {})) or '(none)'}; {res.cumulative.shape[-2]} seeds,"
-      f" T = {int(res.coords['step'][-1])}, record `{sizes.get('record', '?')}`",
+      f" T = {config.get('steps') or int(res.coords['step'][-1])}, record "
+      f"`{sizes.get('record', '?')}`",
   ]
+  if meta.get("effective"):
+    lines.append("- every parameter as run (the config's values, else the constructors' defaults): "
+                 + _effective(meta["effective"]))
   if meta:
     v = meta.get("versions", {})
     lines += [
@@ -59,35 +154,52 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
         f"{len(meta.get('devices', []))} · {meta.get('processes')} process(es) · rbx "
         f"{v.get('rbx')}, jax {v.get('jax')}, jaxlib {v.get('jaxlib')}",
     ]
-  lines += ["", "## Cumulative regret R(T)", "",
+  t_end = int(res.coords["step"][-1])
+  lines += ["", f"## Cumulative regret R({'T' if res.complete else t_end})", "",
             "Mean, standard deviation and 95% confidence interval (Student t) over seeds.", ""]
   rows = res.summary()
   fields = list(res.grid_axes)
   lines += ["| " + " | ".join(fields + ["n", "mean", "std", "95% CI"]) + " |",
             "|" + "---|" * (len(fields) + 4)]
   for r in rows:
-    lines.append("| " + " | ".join([str(r[f]) for f in fields] + [
-        str(r["n"]), f"{r['mean']:.4g}", f"{r['std']:.3g}",
-        f"[{r['ci_low']:.4g}, {r['ci_high']:.4g}]"]) + " |")
+    cells = ([str(r["n"]), f"{r['mean']:.4g}", f"{r['std']:.3g}",
+              f"[{r['ci_low']:.4g}, {r['ci_high']:.4g}]"] if np.isfinite(r["mean"])
+             else ["0", "not run yet", "", ""])
+    lines.append("| " + " | ".join([str(r[f]) for f in fields] + cells) + " |")
   if "cumulative" in figures:
     lines += ["", f"![cumulative regret]({figures['cumulative']})"]
   if "scaling" in figures:
     t = res.coords["step"]
     mean = res.cumulative.mean(axis=-2).reshape(-1, t.size)
+    points = [(i, p, reference(p)) for i, p in enumerate(results_lib.points(res))
+              if np.isfinite(mean[i]).all()]
+    papers = any(paper is not None for _, _, paper in points)
     lines += ["", "## Regret against T", "",
-              "Least-squares slope of log R(t) on log t over t ≥ √T, beside the exponent the "
-              "family's paper predicts (RLHF: (β+1)/(β+2), Proposition 3).", "",
-              "| " + " | ".join(fields + ["slope", "paper exponent"]) + " |",
-              "|" + "---|" * (len(fields) + 2)]
-    for i, point in enumerate(results_lib.points(res)):
-      paper = reference(point)
-      lines.append("| " + " | ".join([str(point[f]) for f in fields] + [
-          f"{results_lib.scaling_slope(t, mean[i]):.3f}",
-          "—" if paper is None else f"{paper:.3f}"]) + " |")
+              "Least-squares slope of log R(t) on log t over t ≥ √T"
+              + (", beside the exponent the family's paper proves for the run's schedule "
+                 "(RLHF: (β+1)/(β+2) for the α_t of Proposition 3)." if papers else "."), "",
+              "| " + " | ".join(fields + ["slope"] + ["paper exponent"] * papers) + " |",
+              "|" + "---|" * (len(fields) + 1 + papers)]
+    for i, point, paper in points:
+      lines.append("| " + " | ".join(
+          [str(point[f]) for f in fields] + [f"{results_lib.scaling_slope(t, mean[i]):.3f}"]
+          + (["—" if paper is None else f"{paper:.3f}"] if papers else [])) + " |")
     lines += ["", f"![regret against T]({figures['scaling']})"]
   if "heatmap" in figures:
     lines += ["", "## R(T) over the grid", "", f"![heatmap]({figures['heatmap']})"]
   return "\n".join(lines) + "\n"
+
+
+def _effective(effective: dict) -> str:
+  """`rbx.config.Config.effective`'s table as "env (p = 0.0, ...); algorithm1 (...)"."""
+  env = {k: v for k, v in effective.get("env", {}).items() if k != "name"}
+  return "; ".join([f"env ({_values(env)})"] + [f"{name} ({_values(params)})" for name, params
+                                                 in effective.get("agent", {}).items()])
+
+
+def _values(table: dict) -> str:
+  return ", ".join(f"{k} = ({_values(v)})" if isinstance(v, dict) else f"{k} = {v}"
+                   for k, v in table.items())
 
 
 def _args(table: dict) -> str:

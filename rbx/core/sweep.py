@@ -17,6 +17,7 @@ seeds and the records are gathered, so every process returns the whole `Results`
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,8 +26,10 @@ import numpy as np
 
 from rbx import _checks
 from rbx.core import devices as devices_lib
-from rbx.core import driver, protocol, registry
+from rbx.core import driver, memory, protocol, registry
+from rbx.core import progress as progress_lib
 from rbx.core.grid import Grid, seed_list
+from rbx.core.record import RECORDS, recorded_steps
 from rbx.core.results import Results, from_records
 
 
@@ -34,7 +37,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
           seeds: int | Sequence[int], steps: int, *, static: Sequence[str] | None = None,
           devices: int | None = None, seed_batch: int | None = None, chunk: int | None = None,
           record: str = "steps", log_points: int = 50, seed_block: int | None = None,
-          progress: bool = False, start: driver.Snapshot | None = None,
+          progress: bool | None = None, start: driver.Snapshot | None = None,
           on_chunk: Callable[[driver.Snapshot], None] | None = None,
           stop: Callable[[], bool] | None = None,
           compiles: list | None = None) -> Results:
@@ -48,31 +51,39 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     seeds: n (seeds 0..n−1) or a list of seeds; seed s uses `jax.random.key(s)`.
     steps: T, steps per run.
     static: fields looped over in Python; default: the fields the family declares static.
-    devices: local devices to shard the seeds over (default all).
+    devices: local devices to shard the seeds over (default all, at most one per seed).
     seed_batch: seeds vmapped at once per device (default: the family's).
-    chunk: steps per jitted chunk (progress, checkpoints, Ctrl-C); default all T.
+    chunk: steps per jitted chunk (progress, checkpoints, Ctrl-C); default all T, or about
+      T/20 (a divisor of T) when a bar is shown.
     record: "steps" (every r_t), "log" or "summary" (see `rbx.core.record`).
     log_points: the number of log-spaced steps kept by record = "log".
     seed_block: seeds whose state is held at once (default all).
-    progress: show a tqdm bar.
+    progress: a tqdm bar (`rbx.core.progress`): True, False, or None (default): shown where
+      someone watches — stderr is a terminal, or a Jupyter kernel — once the sweep has run a
+      few seconds.
     start, on_chunk, stop: continue from a driver snapshot, receive one after every chunk,
       and poll for an early stop (see `rbx.core.driver.run`).
     compiles: a list that receives (what, seconds) of every compile.
   Returns:
     `Results` with axes (*grid fields, "seed", "step") and the sweep's timing.
   Raises:
-    ValueError: a bad grid, seeds or settings, or a grid point that its constructors reject,
-      before anything compiles.
+    ValueError: a bad grid, seeds or settings, a grid point that its constructors reject, or
+      a sweep whose memory estimate does not fit on this machine (`rbx.core.memory`), before
+      anything compiles or is allocated.
   """
   steps = _checks.positive_int("steps", steps)
-  seeds = seed_list(seeds)
-  plan, family = _plan(build, grid, seeds, steps, static)
+  num_seeds = _num_seeds(seeds)
+  plan, family = _plan(build, grid, steps, static)
   if seed_batch is None:
     seed_batch = family.seed_batch() if family is not None else 64
+  if chunk is None and progress_lib.shown(progress):
+    chunk = progress_lib.chunk_for(steps)
   options = driver.Options(chunk=chunk, record=record, log_points=log_points,
                            seed_batch=_checks.positive_int("seed_batch", seed_batch),
                            seed_block=seed_block)
-  mesh = devices_lib.seed_mesh(devices)
+  mesh = devices_lib.seed_mesh(devices, math.ceil(num_seeds / jax.process_count()))
+  _check_memory(plan, options, num_seeds, mesh, checkpoint=on_chunk is not None)
+  seeds = seed_list(seeds)
   plan = plan._replace(seeds=devices_lib.process_slice(seeds))
   out = driver.run(plan, options, mesh=mesh, start=start, on_chunk=on_chunk, stop=stop,
                    progress=progress)
@@ -89,9 +100,10 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
                       complete=out.complete)
 
 
-def _plan(build, grid, seeds, steps, static) -> tuple[driver.Sweep, registry.Family | None]:
-  """The driver's sweep, every grid point built concretely first (ValueError for a bad one),
-  and the environment's family."""
+def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | None]:
+  """The driver's sweep (seeds None: the caller sets them once their memory is checked),
+  every grid point built concretely first (ValueError for a bad one), and the environment's
+  family."""
   fields = Grid(grid)                       # checks the values before `build` sees them
   points = list(fields.each())
   env, _ = _built(build, points[0])
@@ -100,7 +112,49 @@ def _plan(build, grid, seeds, steps, static) -> tuple[driver.Sweep, registry.Fam
     static = sorted(family.static_names()) if family is not None else ()
   for point in points[1:]:
     _built(build, point)
-  return _driver_sweep(build, grid, seeds, steps, static), family
+  return _driver_sweep(build, grid, None, steps, static), family
+
+
+def check_memory(build, grid, seeds: int, steps: int, *, static: Sequence[str],
+                 devices: int | None = None, seed_batch: int = 64, chunk: int | None = None,
+                 record: str = "steps", log_points: int = 50, seed_block: int | None = None,
+                 checkpoint: bool = False) -> memory.Estimate:
+  """The memory estimate of sweeping `seeds` seeds (`rbx.core.memory`; `checkpoint`: a
+  checkpoint is written after every chunk); ValueError stating it, the limit and the fix when
+  it does not fit on this machine. The grid is not validated again."""
+  options = driver.Options(chunk=chunk, record=record, log_points=log_points,
+                           seed_batch=_checks.positive_int("seed_batch", seed_batch),
+                           seed_block=seed_block)
+  return _check_memory(_driver_sweep(build, grid, None, steps, static), options,
+                       _checks.positive_int("seeds", seeds),
+                       devices_lib.seed_mesh(devices, math.ceil(seeds / jax.process_count())),
+                       checkpoint)
+
+
+def _check_memory(plan: driver.Sweep, options: driver.Options, num_seeds: int, mesh,
+                  checkpoint: bool) -> memory.Estimate:
+  chunk = plan.steps if options.chunk is None else _checks.positive_int("chunk", options.chunk)
+  block = math.ceil(num_seeds / jax.process_count())
+  if options.seed_block is not None:
+    block = min(block, _checks.positive_int("seed_block", options.seed_block))
+  _checks.choice("record", options.record, RECORDS)
+  recorded = (plan.steps if options.record == "steps"       # not recorded_steps: T may be huge
+              else recorded_steps(options.record, plan.steps, options.log_points).size)
+  used = jax.local_devices()[:1] if mesh is None else list(mesh.devices.flat)
+  need = memory.estimate(
+      combos=len(plan.grid.combos()), points=plan.grid.num_points, seeds=num_seeds,
+      recorded=recorded, record=options.record, block=block, chunk=min(chunk, plan.steps),
+      state=_state_bytes(plan), devices=len(used), seed_batch=options.seed_batch,
+      checkpoint=checkpoint)
+  memory.check(need, used)
+  return need
+
+
+def _num_seeds(seeds) -> int:
+  """How many seeds `seeds` (n or a list) names, without making n seeds' array."""
+  if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+    return _checks.positive_int("seeds", seeds)
+  return seed_list(seeds).size
 
 
 def _driver_sweep(build, grid, seeds, steps, static) -> driver.Sweep:
@@ -109,9 +163,16 @@ def _driver_sweep(build, grid, seeds, steps, static) -> driver.Sweep:
 
 
 def state_bytes(build, grid, steps: int, static: Sequence[str]) -> int:
-  """Bytes of carried state per seed and grid point (the first static combination; the grid
-  is not validated again)."""
-  return driver.state_bytes(_driver_sweep(build, grid, np.zeros(1, np.int32), steps, static))
+  """Bytes of carried state per seed and grid point (the largest static combination's; the
+  grid is not validated again)."""
+  return _state_bytes(_driver_sweep(build, grid, None, steps, static))
+
+
+def _state_bytes(plan: driver.Sweep) -> int:
+  grid = plan.grid
+  return max(driver.state_bytes(plan._replace(grid=Grid(
+      {**grid.values, **{f: [v] for f, v in combo.items()}}, static=grid.static)))
+             for combo in grid.combos())
 
 
 def family_of(env) -> registry.Family | None:

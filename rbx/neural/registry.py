@@ -88,6 +88,7 @@ TRAINING: dict[str, Param] = {
     "scaling": string(training.SCALINGS, doc="the objective divided by n_t (mean) or as "
                       "(10)/(12) are written (sum)"),
 }
+_TRAINS = (training.settings,)      # where the agents' **training go: their defaults
 _NU = real(0.0, doc="ν: α(t) = ν t^n, or the exploration weight")
 _N = real(0.0, doc="n of α(t) = ν t^n")
 _LAM = real(0.0, doc="λ, the regulariser of (10) (> 0)")
@@ -101,26 +102,29 @@ FAMILY.agent("rbmle_ga", agents.rbmle_ga, {
     "likelihood": string(likelihoods.LIKELIHOODS, doc="the surrogate likelihood of (9)"),
     "arm_batch": integer(1, optional=True, doc="arm problems vmapped at once (None: auto)"),
     **TRAINING,
-})
+}, forwards=_TRAINS)
 FAMILY.agent("rbmle_pc", agents.rbmle_pc, {
-    "nu": _NU, "n": _N, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, **TRAINING})
+    "nu": _NU, "n": _N, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, **TRAINING},
+             forwards=_TRAINS)
 _FORM = string(agents.FORMS, doc="the confidence width: the papers' ν √(gᵀZ⁻¹g/m) (paper) or "
                "the public code's √(λν gᵀU⁻¹g) (reference)")
 FAMILY.agent("neural_ucb", agents.neural_ucb, {
-    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, "form": _FORM, **TRAINING})
+    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, "form": _FORM,
+    **TRAINING}, forwards=_TRAINS)
 FAMILY.agent("neural_ts", agents.neural_ts, {
-    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, "form": _FORM, **TRAINING})
+    "nu": _NU, "lam": _LAM, "eta": _ETA, "precision": _PRECISION, "form": _FORM,
+    **TRAINING}, forwards=_TRAINS)
 FAMILY.agent("lin_rbmle", baselines.lin_rbmle, {"nu": _NU, "n": _N, "lam": _LAM})
 FAMILY.agent("lin_ucb", baselines.lin_ucb, {"nu": _NU, "lam": _LAM})
 FAMILY.agent("deep_fpl", baselines.deep_fpl, {
     "nu": real(0.0, doc="ν, the reward perturbation's scale"), "lam": _LAM, "eta": _ETA,
-    **TRAINING})
+    **TRAINING}, forwards=_TRAINS)
 FAMILY.agent("bootstrapped_nn", baselines.bootstrapped_nn, {
     "p": real(0.0, 1.0, doc="the probability that an observation joins a network's data"),
     "lam": _LAM, "eta": _ETA,
     "num_networks": integer(1, doc="q, the number of networks"),
     **TRAINING,
-})
+}, forwards=_TRAINS)
 
 
 def get(name: str, **params) -> Agent:
