@@ -40,6 +40,7 @@ package names no family. Family-specific analysis (the RLHF paper's regret expon
 of the family's declaration, used by `plots` and `report`.
 
 Modules: `protocol`, `registry`, `sweep`, `driver`, `grid`, `record`, `progress`, `devices`,
-`checkpoint`, `results`, `plots`, `report`.
+`checkpoint`, `memory` (the estimate a sweep is checked against), `rundir` (run directories:
+lock, status), `results`, `plots`, `report`.
 """
 from rbx.core.protocol import Agent, Environment, Run, Transition, pair, rollout  # noqa: F401
