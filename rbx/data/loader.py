@@ -1,9 +1,20 @@
 """Classification data sets as arrays for `rbx.neural.classification`: find, read, preprocess.
 
 File format. A CSV file, gzip-compressed (`.csv.gz`) or plain (`.csv`), with a header row; one
-column holds the class (`label` unless told otherwise), every other column is a feature, numeric
-or categorical (any value that is not a number makes the column categorical). Missing values are
-empty fields, `?`, `NA`, `NaN` or `null`.
+column holds the class (`label` unless told otherwise: `load(..., label=...)`, or `label = ...`
+in a config's `[env]` table), every other column is a feature.
+
+Cells. After stripping spaces, a cell is missing (`""`, `?`, `NA`, `NaN`, `null`, any case), a
+number (a finite float as Python's `float` reads it) or neither — a *bad cell* (`x`, `inf`,
+`red`). A column of numbers and missing cells is numeric; a column with no number at all is
+categorical. A column with both numbers and bad cells is ambiguous (a typo in a numeric column,
+or numeric-looking codes in a categorical one) and is never silently typed: `bad_cells` says
+what it is, for every column or per column (`bad_cells_by_column`):
+
+  * "error" (the default): `load` raises, naming each such column, its count of bad cells and
+    the first one's data row and value;
+  * "missing": the bad cells are missing values, the column is numeric;
+  * "categorical": the column is categorical, every distinct value (numbers too) a category.
 
 Preprocessing (as the reference implementations of NeuralUCB/NeuralTS do with OpenML data):
 
@@ -18,16 +29,23 @@ Data directory. A name such as "mushroom" is looked up as `<data_dir>/mushroom.c
 `RBX_DATA_DIR`, or the per-user default `$XDG_CACHE_HOME/rbx/datasets` (`~/.cache/rbx/datasets`).
 `rbx data download NAME` fills it from OpenML.
 
-Cache. Loaded arrays are kept in memory per (file, modification time, size, label column), so a
-second `load` of the same file returns at once.
+Parsing. With pandas installed, its C parser reads the file (integer columns straight to
+numbers, every other column as strings); without it, or on any problem, Python's `csv` module
+does (it also words the errors). Both give the same arrays.
+
+Cache. A load keeps its arrays in memory per (file, modification time, size, options) and on
+disk (`rbx.data.cache`: keyed by the file's SHA-256 and the options), so a load after the first,
+in any process, reads one `.npz` file instead of parsing the CSV.
 """
 from __future__ import annotations
 
 import csv
 import gzip
 import io
+import itertools
 import os
 import zlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,7 +55,11 @@ from rbx import _checks
 
 ENV_VAR = "RBX_DATA_DIR"
 MISSING = frozenset({"", "?", "na", "nan", "null"})
+_MISSING_SPELLINGS = sorted({"".join(s) for m in MISSING
+                             for s in itertools.product(*({c, c.upper()} for c in m))})
 SUFFIXES = (".csv.gz", ".csv")
+BAD_CELLS = ("error", "missing", "categorical")
+"""What a bad cell in a column of numbers makes of it (see the module docstring)."""
 
 
 class Dataset(NamedTuple):
@@ -62,6 +84,23 @@ class Dataset(NamedTuple):
   def num_classes(self) -> int:
     """K, the number of classes."""
     return len(self.classes)
+
+
+class Options(NamedTuple):
+  """The preprocessing options of `load` (hashable: part of the cache keys)."""
+  label: str = "label"
+  bad_cells: str = "error"
+  bad_cells_by_column: tuple[tuple[str, str], ...] = ()
+
+  @classmethod
+  def of(cls, label: str = "label", bad_cells: str = "error",
+         bad_cells_by_column: Mapping[str, str] | None = None) -> Options:
+    """Checked options; ValueError naming the option and the allowed values."""
+    _checks.choice("bad_cells", bad_cells, BAD_CELLS)
+    by_column = dict(bad_cells_by_column or {})
+    for column, policy in by_column.items():
+      _checks.choice(f"bad_cells_by_column[{column!r}]", policy, BAD_CELLS)
+    return cls(label, bad_cells, tuple(sorted(by_column.items())))
 
 
 def data_home(data_dir: str | os.PathLike | None = None) -> Path:
@@ -102,39 +141,120 @@ def find(name_or_path: str | os.PathLike, data_dir: str | os.PathLike | None = N
       f" `rbx data download {given.name}`")
 
 
+def dataset_name(path: Path) -> str:
+  """The data set's name: its file's name without `.csv` or `.csv.gz`."""
+  return path.name.removesuffix(".gz").removesuffix(".csv")
+
+
 _CACHE: dict[tuple, Dataset] = {}
 
 
 def load(name_or_path: str | os.PathLike, *, data_dir: str | os.PathLike | None = None,
-         label: str = "label", cache: bool = True) -> Dataset:
+         label: str = "label", bad_cells: str = "error",
+         bad_cells_by_column: Mapping[str, str] | None = None, cache: bool = True) -> Dataset:
   """Reads and preprocesses a classification data set (see the module docstring).
 
   Args:
     name_or_path: a data set name in the data directory ("mushroom"), or a path to a CSV file.
     data_dir: the data directory (default: `$RBX_DATA_DIR` or the per-user default).
     label: the name of the class column.
-    cache: reuse the arrays of an earlier load of the same unchanged file.
+    bad_cells: one of `BAD_CELLS`: what a column of numbers with bad cells (`x`, `inf`) is.
+    bad_cells_by_column: {column: one of `BAD_CELLS`}, overriding `bad_cells` per column.
+    cache: reuse the arrays of an earlier load of the same unchanged file with the same
+      options, in memory and on disk (`rbx.data.cache`); False reads and writes no cache.
   Returns:
     A `Dataset`; `rbx.neural.classification(ds.features, ds.labels)` makes it a bandit.
   Raises:
     FileNotFoundError: no such data set or file.
     ValueError: a corrupt or malformed file (bad gzip, no label column, ragged rows, one
-      class, no rows), naming the file and the problem.
+      class, no rows, bad cells under bad_cells="error"), naming the file and the problem; an
+      unknown option value.
   """
+  from rbx.data import cache as disk          # (cache imports this module)
+  options = Options.of(label, bad_cells, bad_cells_by_column)
   path = find(name_or_path, data_dir)
   stat = path.stat()
-  key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, label)
+  key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, options)
   if cache and key in _CACHE:
     return _CACHE[key]
-  header, rows = read_csv(path)
-  dataset = preprocess(header, rows, label, path)
+  entry = disk.Entry.of(path, options) if cache else None
+  dataset = entry.read() if cache else None
+  if dataset is None:
+    header, columns = read_columns(path, label)
+    dataset = preprocess_columns(header, columns, options, path)
+    if cache:
+      entry.write(dataset)
   if cache:
     _CACHE[key] = dataset
   return dataset
 
 
+def read_columns(path: Path, label: str = "label") -> tuple[list[str], list[np.ndarray]]:
+  """The header and columns of a (gzip) CSV file, each column an array of strings or, for an
+  integer feature column that pandas read, of float64. By pandas when installed, else (or on
+  anything unusual) by `read_csv`.
+
+  Raises:
+    ValueError: as `read_csv`.
+  """
+  fast = _read_with_pandas(path, label)
+  if fast is not None:
+    return fast
+  header, rows = read_csv(path)
+  return header, _columns(header, rows)
+
+
+def _read_with_pandas(path: Path, label: str) -> tuple[list[str], list[np.ndarray]] | None:
+  """`read_columns` by pandas' C parser, or None without pandas or for anything unusual (then
+  `read_csv` reads the file and words the error). Integer feature columns become numbers; the
+  label and every column pandas read as neither integers nor strings (floats, booleans) are
+  read again as the strings they were. pandas pads a short row with empty strings, so every
+  row must have the header's number of commas (checked in total, as pandas rejects long rows;
+  not countable in a file with quotes, which `read_csv` reads)."""
+  try:
+    import pandas as pd
+  except ImportError:
+    return None
+  types = pd.api.types
+
+  def frame(raw: bytes, again=None):
+    """The header and the data frame: `again`'s columns as strings, or every column with the
+    label as strings."""
+    with io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", newline="") as f:
+      header = [h.strip() for h in next(row for row in csv.reader(f) if row)]
+      strings = [i for i, h in enumerate(header) if h == label] if again is None else again
+      return header, pd.read_csv(
+          f, header=None, names=range(len(header)), index_col=False, na_filter=False,
+          dtype=dict.fromkeys(strings, str), usecols=again, engine="c")
+
+  try:
+    with (gzip.open if path.name.endswith(".gz") else open)(path, "rb") as f:
+      raw = f.read()
+    if b'"' in raw:
+      return None
+    header, first = frame(raw)
+    if len(first) == 0 or raw.count(b",") != (len(header) - 1) * (len(first) + 1):
+      return None
+    again = [i for i in first if not (types.is_integer_dtype(first[i])
+                                      or types.is_string_dtype(first[i]))]
+    second = frame(raw, again)[1] if again else first
+  except (ValueError, OSError, EOFError, StopIteration, zlib.error, csv.Error):
+    return None
+  columns = [(second if i in again else first)[i] for i in range(len(header))]
+  return header, [c.to_numpy(np.float64) if types.is_integer_dtype(c) else c.to_numpy(str)
+                  for c in columns]
+
+
+def _columns(header: list[str], rows: Sequence[Sequence[str]]) -> list[np.ndarray]:
+  """The columns of `rows` as arrays of strings."""
+  if not rows:
+    return [np.zeros(0, str) for _ in header]
+  return [np.asarray(c, dtype=str) for c in zip(*rows)]
+
+
 def read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
-  """The header and rows of a (gzip) CSV file, every row as long as the header.
+  """The header and rows of a (gzip) CSV file by Python's `csv` module, every row as long as
+  the header.
 
   Raises:
     ValueError: naming the file, for a bad gzip stream, undecodable text, an empty file or a
@@ -150,7 +270,7 @@ def read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
     raise ValueError(f"{path}: not UTF-8 text ({e})") from e
   except csv.Error as e:
     raise ValueError(f"{path}: malformed CSV ({e})") from e
-  rows = [r for r in rows if r]                            # blank lines
+  rows = [r for r in rows if len(r) > 1 or r and r[0].strip()]    # blank lines (or spaces)
   if not rows:
     raise ValueError(f"{path}: empty file (no header row)")
   header, body = [h.strip() for h in rows[0]], rows[1:]
@@ -161,71 +281,131 @@ def read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
   return header, body
 
 
-def preprocess(header: list[str], rows: list[list[str]], label: str = "label",
-               path: str | os.PathLike = "<data>") -> Dataset:
-  """Features and labels from parsed CSV rows (see the module docstring for the steps).
+def preprocess(header: list[str], rows: Sequence[Sequence[str]], label: str = "label",
+               path: str | os.PathLike = "<data>", **options) -> Dataset:
+  """Features and labels from parsed CSV rows (see the module docstring for the steps);
+  `options` are `load`'s `bad_cells` and `bad_cells_by_column`.
 
   Raises:
-    ValueError: naming `path`, for a missing label column, no rows, a missing class value or
-      fewer than two classes.
+    ValueError: as `preprocess_columns`.
   """
-  path = Path(path)
+  return preprocess_columns(header, _columns(header, rows), Options.of(label, **options), path)
+
+
+def preprocess_columns(header: list[str], columns: list[np.ndarray], options: Options,
+                       path: str | os.PathLike = "<data>") -> Dataset:
+  """`preprocess` of the columns `read_columns` gives.
+
+  Raises:
+    ValueError: naming `path`, for a missing label column (with the option that names it), no
+      rows, a missing class value, fewer than two classes, an unknown column in
+      `bad_cells_by_column`, or columns with bad cells under the policy "error".
+  """
+  path, label = Path(path), options.label
   if label not in header:
-    raise ValueError(f"{path}: no label column {label!r}; the columns are {header}")
-  if not rows:
+    raise ValueError(
+        f"{path}: no label column {label!r}{_checks.did_you_mean(label, header)}; the columns"
+        f" are {header}. Name the class column with label= (rbx.data.load(..., label='...')),"
+        " or in a config with label = \"...\" in the [env] table")
+  if not len(columns[0]):
     raise ValueError(f"{path}: no data rows")
-  columns = [list(c) for c in zip(*rows)]
-  y_raw = [v.strip() for v in columns.pop(header.index(label))]
   names = [h for h in header if h != label]
-  if any(v.lower() in MISSING for v in y_raw):
+  by_column = dict(options.bad_cells_by_column)
+  for column in by_column:
+    if column not in names:
+      raise ValueError(f"bad_cells_by_column names {column!r}, not a feature column of {path}"
+                       f"{_checks.did_you_mean(column, names)}; the feature columns are {names}")
+  labels, classes = _labels(np.char.strip(columns[header.index(label)]), label, path)
+
+  blocks, out_names, bad = [], [], []
+  for name, col in zip(header, columns):
+    if name == label:
+      continue
+    values, numbers, is_bad = _cells(col)
+    mixed = is_bad.any() and np.isfinite(numbers).any()
+    policy = by_column.get(name, options.bad_cells)
+    if mixed and policy == "error":
+      bad.append((name, _describe(name, values, is_bad)))
+    elif not is_bad.any() or (mixed and policy == "missing"):
+      blocks.append(np.where(np.isnan(numbers), -1.0, numbers).astype(np.float32)[:, None])
+      out_names.append(name)
+    else:
+      cats, codes = np.unique(values, return_inverse=True)
+      onehot = np.zeros((len(codes), len(cats)), np.float32)
+      onehot[np.arange(len(codes)), codes] = 1.0
+      blocks.append(onehot)
+      out_names += [f"{name}={c}" for c in cats.tolist()]
+  if bad:
+    first = bad[0][0]
+    raise ValueError(
+        f"{path}: {'; '.join(d for _, d in bad)}. Say what such cells are:"
+        " bad_cells='missing' (missing values, -1) or bad_cells='categorical' (the column is"
+        " one-hot encoded, every value a category), for every column, or per column as"
+        f" bad_cells_by_column={{{first!r}: 'missing'}}; in a config's [env] table:"
+        f' bad_cells = "missing" or bad_cells_by_column = {{ "{first}" = "missing" }}')
+  X = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(labels), 0), np.float32)
+  norm = np.linalg.norm(X, axis=1, keepdims=True)
+  X = (X / np.where(norm > 0, norm, 1.0)).astype(np.float32)
+  return Dataset(dataset_name(path), X, labels, tuple(classes), tuple(out_names), path)
+
+
+def _cells(col: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """(stripped values, float64 numbers with NaN for missing and bad cells, bad-cell mask) of a
+  column; one that pandas read as numbers has no bad cell."""
+  if col.dtype.kind == "f":
+    return col, col, np.zeros(len(col), bool)
+  values = np.char.strip(col)
+  numbers = np.full(len(values), np.nan)
+  present = ~_missing(values)
+  try:
+    numbers[present] = np.asarray(values[present].tolist(), np.float64)    # (faster than astype)
+  except ValueError:                                      # parse each distinct value once
+    distinct, index = np.unique(values[present], return_inverse=True)
+    numbers[present] = np.array([_number(v) for v in distinct.tolist()])[index]
+  numbers[~np.isfinite(numbers)] = np.nan                  # inf: a bad cell, as `x`
+  return values, numbers, present & np.isnan(numbers)
+
+
+def _missing(values: np.ndarray) -> np.ndarray:
+  """Which of the stripped `values` are missing: compared with `MISSING` spelt in every case
+  (faster than lower-casing the column)."""
+  return np.isin(values, _MISSING_SPELLINGS)
+
+
+def _number(text: str) -> float:
+  try:
+    return float(text)
+  except ValueError:
+    return np.nan
+
+
+def _describe(name: str, values: np.ndarray, is_bad: np.ndarray) -> str:
+  """"column 'b' has numbers, but 2 of its 8 cells are neither numbers nor missing (first:
+  data row 3, 'x')"."""
+  first, count = int(np.argmax(is_bad)), int(is_bad.sum())
+  return (f"column {name!r} has numbers, but {count} of its {len(values)} cells"
+          f" {'are' if count > 1 else 'is'} neither numbers nor missing (first: data row"
+          f" {first + 1}, {str(values[first])!r})")
+
+
+def _labels(y_raw: np.ndarray, label: str, path: Path) -> tuple[np.ndarray, list[str]]:
+  """Labels 0..K−1 and the K sorted classes of the stripped class column."""
+  if _missing(y_raw).any():
     raise ValueError(f"{path}: the label column {label!r} has missing values")
-  classes = sorted(set(y_raw), key=_class_order(y_raw))
+  values, codes = np.unique(y_raw, return_inverse=True)
+  values = values.tolist()
+  classes = sorted(values, key=_class_order(values))
   if len(classes) < 2:
     raise ValueError(f"{path}: the label column {label!r} has one class ({classes[0]!r}); a"
                      " bandit needs at least two")
-  index = {c: k for k, c in enumerate(classes)}
-  labels = np.fromiter((index[v] for v in y_raw), np.int32, len(y_raw))
-
-  blocks, out_names = [], []
-  for name, col in zip(names, columns):
-    values = [v.strip() for v in col]
-    numeric = _as_numbers(values)
-    if numeric is not None:
-      blocks.append(numeric[:, None])
-      out_names.append(name)
-    else:
-      cats = sorted(set(values))
-      code = {c: i for i, c in enumerate(cats)}
-      onehot = np.zeros((len(values), len(cats)), np.float32)
-      onehot[np.arange(len(values)), [code[v] for v in values]] = 1.0
-      blocks.append(onehot)
-      out_names += [f"{name}={c}" for c in cats]
-  X = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(rows), 0), np.float32)
-  norm = np.linalg.norm(X, axis=1, keepdims=True)
-  X = (X / np.where(norm > 0, norm, 1.0)).astype(np.float32)
-  return Dataset(path.name.removesuffix(".gz").removesuffix(".csv"), X, labels, tuple(classes),
-                 tuple(out_names), path)
-
-
-def _as_numbers(values: list[str]) -> np.ndarray | None:
-  """The column as float32 with missing values as −1, or None if it is categorical."""
-  missing = np.fromiter((v.lower() in MISSING for v in values), bool, len(values))
-  present = [v for v, m in zip(values, missing) if not m]
-  try:
-    parsed = np.asarray(present, dtype=np.float64)
-  except ValueError:
-    return None
-  if not np.isfinite(parsed).all():
-    return None
-  out = np.full(len(values), -1.0, np.float32)
-  out[~missing] = parsed
-  return out
+  rank = np.array([classes.index(v) for v in values], np.int32)
+  return rank[codes], classes
 
 
 def _class_order(values: list[str]):
   """Numeric order when every class is a number, else string order."""
   try:
-    for v in set(values):
+    for v in values:
       float(v)
   except ValueError:
     return str

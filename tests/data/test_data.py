@@ -1,5 +1,6 @@
-"""rbx.data: every shared data set against MANIFEST.json, preprocessing, the data directory, and
-clear errors for corrupt or malformed files."""
+"""rbx.data: every shared data set against MANIFEST.json, preprocessing, the data directory,
+clear errors for corrupt or malformed files, and bad cells in numeric columns (never a silent
+type flip)."""
 import gzip
 import io
 import json
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from rbx import data, neural
+from rbx.data import cache
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 MANIFEST = json.loads((SHARED / "MANIFEST.json").read_text()) if SHARED.is_dir() else {}
@@ -16,8 +18,10 @@ needs_shared = pytest.mark.skipif(not MANIFEST, reason=f"no shared data sets at 
 
 
 @pytest.fixture(scope="session")
-def shared_sets():
-  return {name: data.load(name, data_dir=SHARED) for name in MANIFEST}
+def shared_sets(tmp_path_factory):
+  with pytest.MonkeyPatch.context() as m:               # the parse, not a cache from elsewhere
+    m.setenv(cache.ENV_VAR, str(tmp_path_factory.mktemp("cache")))
+    yield {name: data.load(name, data_dir=SHARED) for name in MANIFEST}
 
 
 @pytest.mark.slow                     # the session fixture reads all of them, Covertype's 581k rows
@@ -121,3 +125,68 @@ def test_write_csv_round_trips(tmp_path):
   ds = data.load(path)
   assert ds.classes == ("a", "b")
   np.testing.assert_allclose(ds.features[:, 0], [1.0, -1.0])
+
+
+def _numbers_with_strays(tmp_path):
+  """Column b is numeric but for an 'x' (data row 2) and an 'inf' (data row 4)."""
+  path = tmp_path / "strays.csv"
+  path.write_text("a,b,colour,label\n1,2,red,p\n2,x,blue,q\n3,nan,red,p\n4,inf,blue,q\n5,,red,q\n")
+  return path
+
+
+def test_a_stray_non_number_in_a_numeric_column_is_reported_not_a_type_flip(tmp_path):
+  path = _numbers_with_strays(tmp_path)
+  with pytest.raises(ValueError) as e:
+    data.load(path)
+  message = str(e.value)
+  for part in (str(path), "column 'b'", "2 of its 5 cells", "data row 2, 'x'",
+               "bad_cells='missing'", "bad_cells='categorical'", "bad_cells_by_column={'b':",
+               "[env]"):
+    assert part in message, part
+  assert "'a'" not in message and "'colour'" not in message      # numeric and categorical: fine
+
+
+def test_bad_cells_make_missing_values_or_a_categorical_column(tmp_path):
+  path = _numbers_with_strays(tmp_path)
+  missing = data.load(path, bad_cells="missing", cache=False)
+  assert missing.columns == ("a", "b", "colour=blue", "colour=red")
+  raw = np.array([[1, 2, 0, 1], [2, -1, 1, 0], [3, -1, 0, 1], [4, -1, 1, 0], [5, -1, 0, 1]])
+  np.testing.assert_allclose(missing.features, raw / np.linalg.norm(raw, axis=1, keepdims=True),
+                             rtol=1e-6)                  # x, inf bad; nan and "" missing: all −1
+  categorical = data.load(path, bad_cells="categorical", cache=False)
+  assert categorical.columns[1:6] == ("b=", "b=2", "b=inf", "b=nan", "b=x")
+  per_column = data.load(path, bad_cells_by_column={"b": "categorical"}, cache=False)
+  assert per_column.columns == categorical.columns
+  mixed = data.load(path, bad_cells="categorical", bad_cells_by_column={"b": "missing"},
+                    cache=False)
+  assert mixed.columns == missing.columns
+
+
+def test_bad_cells_options_are_checked(tmp_path):
+  path = _numbers_with_strays(tmp_path)
+  with pytest.raises(ValueError, match=r"bad_cells='drop' is not one of \['error', 'missing',"):
+    data.load(path, bad_cells="drop")
+  with pytest.raises(ValueError, match=r"bad_cells_by_column\['b'\]='skip' is not one of"):
+    data.load(path, bad_cells_by_column={"b": "skip"})
+  with pytest.raises(ValueError, match=r"names 'B', not a feature column .* \(did you mean 'b'"):
+    data.load(path, bad_cells_by_column={"B": "missing"})
+
+
+def test_a_missing_label_column_names_the_option_to_choose_it(tmp_path):
+  path = _write(tmp_path / "nolabel.csv.gz", "a,class\n0,1\n1,2\n")
+  with pytest.raises(ValueError, match=r"no label column 'label'; the columns are \['a', 'class'\]"
+                                       r"\. Name the class column with label=") as e:
+    data.load(path)
+  assert 'label = "..." in the [env] table' in str(e.value)
+
+
+def test_a_config_sets_bad_cells_in_its_env_table(tmp_path):
+  path = _numbers_with_strays(tmp_path)
+  env = neural.FAMILY.load_env("classification", {"dataset": str(path), "bad_cells": "missing"})
+  assert env.num_arms == 2
+  table = {"dataset": str(path), "bad_cells_by_column": {"b": "categorical"}}
+  assert neural.FAMILY.load_env("classification", table).num_arms == 2
+  params = neural.FAMILY.envs["classification"].params
+  with pytest.raises(ValueError, match="bad_cells='x' is not one of"):
+    params["bad_cells"].check("bad_cells", "x")
+  assert params["bad_cells_by_column"].kind == "table"
