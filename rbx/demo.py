@@ -26,8 +26,10 @@ EXAMPLES = {
 THRESHOLDS = {"example1": 0.5, "example2": 0.01}   # the suboptimality of Propositions 1 and 2
 
 
-def run(seeds: int = SEEDS, steps: int = STEPS, alpha: float = ALPHA, echo=print) -> dict:
-  """Runs the demo; returns {example: `rbx.Results` with axes (agent, seed, step)}."""
+def run(seeds: int = SEEDS, steps: int = STEPS, alpha: float = ALPHA, echo=print,
+        progress: bool | None = None) -> dict:
+  """Runs the demo; returns {example: `rbx.Results` with axes (agent, seed, step)}.
+  `progress` is the sweeps' progress bar (see `rbx.sweep`)."""
   results = {}
   echo(f"rbx demo: {seeds} seeds x {steps} steps, constant alpha = {alpha:g} "
        "(mean ± std over seeds, ddof = 1)\n")
@@ -36,7 +38,7 @@ def run(seeds: int = SEEDS, steps: int = STEPS, alpha: float = ALPHA, echo=print
     env = make_env()
     start = time.perf_counter()
     res = rlhf.sweep(lambda agent: (env, rlhf.get(agent, alpha=alpha)), {"agent": list(AGENTS)},
-                     seeds=seeds, steps=steps)
+                     seeds=seeds, steps=steps, progress=progress)
     results[name] = res
     thr = THRESHOLDS[name]
     for i, agent in enumerate(AGENTS):

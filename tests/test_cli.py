@@ -1,12 +1,17 @@
 """The `rbx` command as a new user meets it: help with no command, --version, bad demo sizes
-refused, names with a hint, and one standard-deviation convention."""
+refused, names with a hint, one standard-deviation convention, a progress bar (off with a flag,
+no TqdmWarning in a notebook), and a report of an interrupted run."""
 import gzip
+import sys
+import types
+import warnings
 
 import numpy as np
 import pytest
 
 import rbx
-from rbx import cli, data, demo, rlhf
+from rbx import cli, data, demo, experiment, rlhf
+from rbx.core import progress as progress_lib
 from rbx.core import results
 from helpers import example1_sweep
 
@@ -65,3 +70,52 @@ def test_run_shrinks_a_config_from_the_command_line_and_records_it(tmp_path):
   assert res.config["steps"] == 3 and res.config["seeds"] == 2     # config.toml says what ran
   with pytest.raises(SystemExit):
     cli.main(["run", "--resume", str(out), "--steps", "5"])
+
+
+def test_demo_shows_the_progress_bar_unless_told_not_to(monkeypatch, capsys):
+  def sweep(build, grid, seeds, steps, progress):      # the real bar around a stand-in sweep
+    bar = progress_lib.Progress(len(grid["agent"]) * seeds * steps, enabled=progress)
+    bar.advance(len(grid["agent"]) * seeds * steps, "done")
+    bar.close()
+    return results.Results(("agent", "seed", "step"), {"agent": np.array(grid["agent"]),
+                           "seed": np.arange(seeds), "step": np.arange(1, steps + 1)},
+                           regret=np.zeros((len(grid["agent"]), seeds, steps), np.float32))
+  monkeypatch.setattr(rlhf, "sweep", sweep)
+  assert cli.main(["demo", "--seeds", "2", "--steps", "4"]) == 0
+  out, err = capsys.readouterr()
+  assert "100%" in err and "24.0/24.0" in err and "seed-step" in err
+  assert "example1   vpo" in out and "seed-step" not in out          # the table stays clean
+  assert cli.main(["demo", "--seeds", "2", "--steps", "4", "--no-progress"]) == 0
+  out, err = capsys.readouterr()
+  assert err == "" and "example1   vpo" in out
+
+
+def test_the_progress_bar_in_a_notebook_without_ipywidgets_warns_nothing(monkeypatch):
+  assert not progress_lib.shown(None)                  # pytest captures stderr: nobody watches
+  kernel = types.SimpleNamespace(kernel=object())
+  monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: kernel))
+  monkeypatch.setitem(sys.modules, "ipywidgets", None)                # not installed
+  assert progress_lib.in_notebook() and progress_lib.shown(None)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")                                   # a TqdmWarning would raise
+    bar = progress_lib.Progress(10, enabled=None)
+    bar.compiled("chunk", 0.1)
+    bar.advance(10, "t=10")
+    bar.close()
+  assert type(bar.bar).__module__ == "tqdm.std" and not bar.notes
+  assert [progress_lib.chunk_for(t) for t in (500, 201, 7, 997)] == [25, 67, 1, 997]
+
+
+@pytest.mark.slow                                 # an `rbx run` stopped after its first chunk
+def test_report_and_plot_of_an_interrupted_run_say_partial(tmp_path, monkeypatch, capsys):
+  cfg = tmp_path / "sweep.toml"
+  cfg.write_text('title = "Tiny"\n' + example1_sweep(seeds=3, steps=6, chunk=2))
+  out = tmp_path / "run"
+  monkeypatch.setattr(experiment._StopOnSignal, "__call__", lambda self: True)   # as Ctrl-C
+  assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == cli.EXIT_INTERRUPTED
+  assert cli.main(["report", str(out)]) == 0
+  text = (out / "report.md").read_text()
+  assert text.startswith("# Tiny (partial: step 2 of 6)") and "status **interrupted**" in text
+  assert "| 0.5 | 3 |" in text
+  assert cli.main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 0
+  assert (tmp_path / "figs" / "cumulative.png").is_file()

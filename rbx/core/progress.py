@@ -1,27 +1,70 @@
 """The progress bar of a chunked sweep (tqdm): seed-steps done, seed-steps/s, time left.
 
-Compiles are reported on their own line and excluded from the bar's rate (`unpause`), so
-the first chunk's compile does not distort the rate or the time left.
+Compiles are reported on their own line (on the bar's stream, stderr) and excluded from the
+bar's rate (`unpause`), so the first chunk's compile does not distort the rate or the time left.
+
+`progress=None` (the Python sweep's default) means "where someone watches": the bar is drawn
+when stderr is a terminal or in a Jupyter kernel, only once the sweep has run `AUTO_DELAY`
+seconds, without the compile lines. In a Jupyter kernel the bar is tqdm's widget when
+ipywidgets is importable and the text bar otherwise (chosen here, so tqdm.auto's
+`TqdmWarning: IProgress not found` never appears).
 """
 from __future__ import annotations
 
+import importlib.util
 import sys
 
-from tqdm.auto import tqdm
+AUTO_DELAY = 3.0        # seconds before the bar of progress=None appears
+AUTO_CHUNKS = 20        # about how often a shown bar of an unchunked sweep moves
+
+
+def shown(progress: bool | None) -> bool:
+  """Whether a bar is drawn: `progress`, or for None whether someone watches (stderr is a
+  terminal, or this is a Jupyter kernel)."""
+  if progress is None:
+    return in_notebook() or bool(getattr(sys.stderr, "isatty", lambda: False)())
+  return bool(progress)
+
+
+def in_notebook() -> bool:
+  """Whether this runs in a Jupyter (IPython) kernel."""
+  ipython = sys.modules.get("IPython")
+  shell = ipython.get_ipython() if ipython is not None else None
+  return shell is not None and hasattr(shell, "kernel")
+
+
+def bar_class():
+  """tqdm's widget bar in a Jupyter kernel with ipywidgets, else its text bar."""
+  if in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
+    from tqdm.notebook import tqdm
+  else:
+    from tqdm.std import tqdm
+  return tqdm
+
+
+def chunk_for(steps: int) -> int:
+  """Steps per chunk for a bar that moves about `AUTO_CHUNKS` times: the smallest divisor
+  of `steps` not below steps / AUTO_CHUNKS (so one chunk program serves every chunk)."""
+  return next(d for d in range(-(-steps // AUTO_CHUNKS), steps + 1) if steps % d == 0)
 
 
 class Progress:
-  """A bar over the sweep's seed-steps; `enabled=False` makes every method a no-op."""
+  """A bar over the sweep's seed-steps; `enabled` is True, False (every method a no-op) or
+  None (`shown(None)`, the bar after `AUTO_DELAY` seconds, no compile lines)."""
 
-  def __init__(self, total: int, done: int = 0, enabled: bool = True, file=None):
-    self.enabled = enabled
-    self.bar = tqdm(total=total, initial=done, unit="seed-step", unit_scale=True, smoothing=0.1,
-                    disable=not enabled, file=file or sys.stderr, dynamic_ncols=True)
+  def __init__(self, total: int, done: int = 0, enabled: bool | None = True, file=None):
+    self.enabled = shown(enabled)
+    self.notes = enabled is not None
+    self.file = file or sys.stderr
+    self.bar = bar_class()(total=total, initial=done, unit="seed-step", unit_scale=True,
+                           smoothing=0.1, disable=not self.enabled, file=self.file,
+                           dynamic_ncols=True, delay=0.0 if self.notes else AUTO_DELAY)
 
   def compiled(self, what: str, seconds: float) -> None:
     """Reports a finished compile of `what` and how long it took."""
     if self.enabled:
-      self.bar.write(f"compiled {what} in {seconds:.1f}s")
+      if self.notes:
+        self.bar.write(f"compiled {what} in {seconds:.1f}s", file=self.file)
       self.bar.unpause()
 
   def advance(self, seed_steps: int, where: str) -> None:
@@ -32,7 +75,7 @@ class Progress:
   def note(self, text: str) -> None:
     """Prints `text` above the bar."""
     if self.enabled:
-      self.bar.write(text)
+      self.bar.write(text, file=self.file)
 
   def close(self) -> None:
     """Closes the bar."""

@@ -1,12 +1,20 @@
 """Results on disk: the loader returns labelled arrays, summaries give mean/std/95% CI, plots
-and the report are written; checkpoints detect truncation and corruption."""
+and the report are written (readable labels, CI bands only from 3 seeds, the paper's exponent
+only for its schedule, partial runs labelled, --out for a read-only run); checkpoints detect
+truncation and corruption."""
 import dataclasses
+import errno
 import json
+import os
+import tempfile
 
 import numpy as np
 import pytest
 import scipy.stats
 
+from matplotlib.figure import Figure
+
+from rbx import cli
 from rbx.core import checkpoint, plots, report
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid
@@ -70,8 +78,13 @@ def test_summary_mean_std_and_student_t_interval():
     assert results_lib.t_quantile_975(df) == pytest.approx(scipy.stats.t.ppf(0.975, df), abs=1e-3)
 
 
+PROPOSITION3 = {"family": "rlhf", "title": "Fake sweep", "steps": 400,
+                "env": {"name": "random_instance"},
+                "agent": {"schedule": "proposition3", "kappa": 1.0}}
+
+
 def test_fitted_slope_recovers_the_exponent_and_plots_and_report_are_written(tmp_path):
-  res = dataclasses.replace(fake_results(), config={"family": "rlhf", "env": {"name": "example1"}})
+  res = dataclasses.replace(fake_results(), config=PROPOSITION3)
   t = res.coords["step"]
   mean = res.cumulative.mean(axis=-2)
   for j, beta in enumerate((0.5, 1.0)):
@@ -132,3 +145,125 @@ def test_exports_to_a_tidy_dataframe_and_an_xarray_dataset():
     np.testing.assert_array_equal(ds["cumulative"].sel(agent="algorithm1", beta=0.5).values,
                                   res.sel(agent="algorithm1", beta=0.5).cumulative)
     assert list(ds["step"].values) == list(res.coords["step"])
+
+
+def test_the_paper_exponent_only_beside_runs_of_its_schedule():
+  res = fake_results()
+  constant = dataclasses.replace(res, config={**PROPOSITION3, "agent": {"alpha": 3.0}})
+  assert paper_exponent(constant, {"beta": 0.5}) is None            # constant α: no claim
+  assert paper_exponent(constant, {"beta": 0.5, "schedule": "proposition3"}) == pytest.approx(0.6)
+  appendix_e = dataclasses.replace(res, config={**PROPOSITION3,
+                                                "agent": {"schedule": "appendix_e"}})
+  assert paper_exponent(appendix_e, {"beta": 1.0}) == pytest.approx(3 / 5)
+  default_beta = dataclasses.replace(res, config=PROPOSITION3,     # β the env's default
+                                     metadata={"effective": {"env": {"beta": 0.5}}})
+  assert paper_exponent(default_beta, {"agent": "vpo"}) == pytest.approx(0.6)
+  neural = dataclasses.replace(res, config={"family": "neural", "env": {"name": "synthetic"}})
+  for run in (constant, neural):
+    text = report.markdown(run, {"scaling": "plots/scaling.png"}, report.reference_exponent(run))
+    assert "## Regret against T" in text and "paper" not in text and "—" not in text
+  text = report.markdown(dataclasses.replace(res, config=PROPOSITION3), {"scaling": "s.png"},
+                         report.reference_exponent(dataclasses.replace(res, config=PROPOSITION3)))
+  assert "| slope | paper exponent |" in text and "| 0.600 |" in text
+
+
+def test_plots_read_like_a_paper_figure():
+  res = dataclasses.replace(fake_results(), config=PROPOSITION3)
+  assert plots.label({"agent": "algorithm1", "alpha": 3.0, "r_max": 4.0}) == (
+      "Algorithm 1, α = 3, r_max = 4")
+  assert plots.label({"agent": "neural_ucb", "nu": 0.1}) == "NeuralUCB, ν = 0.1"
+  ax = plots.cumulative_figure(res, log=True).axes[0]
+  assert ax.get_title() == "Fake sweep\ncumulative regret, mean and 95% CI over 5 seeds"
+  assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == ["Algorithm 1, β = 0.5",
+                                                                     "Algorithm 1, β = 1"]
+  assert ax.get_yscale() == "log" and len(ax.collections) == 4       # a CI band per line
+  one_beta = dataclasses.replace(res.sel(beta=0.5), config={       # one exponent: said once
+      **PROPOSITION3, "env": {"name": "random_instance", "beta": 0.5}})
+  ax = plots.scaling_figure(one_beta, report.reference_exponent(one_beta)).axes[0]
+  legend = [t.get_text() for t in ax.get_legend().get_texts()]
+  assert legend == ["Algorithm 1: slope 0.60", "VPO: slope 0.60",
+                    "dashed: the paper's exponent 0.60"]
+  legend = [t.get_text() for t in plots.scaling_figure(res, report.reference_exponent(res))
+            .axes[0].get_legend().get_texts()]
+  assert legend[0] == "Algorithm 1, β = 0.5: slope 0.60 (paper 0.60)"   # exponents differ
+  assert legend[-1] == "dashed: the paper's exponent"
+  fig = plots.heatmap_figure(res)
+  texts = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
+  final = res.final().mean(-1)
+  assert texts[f"{final.min():.3g}"] == "white" and texts[f"{final.max():.3g}"] == "black"
+  assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["Algorithm 1", "VPO"]
+
+
+def test_ci_bands_are_clipped_at_zero_and_omitted_below_three_seeds():
+  t = np.arange(1, 11)
+  rng = np.random.default_rng(0)
+  ax = Figure().subplots()
+  plots.band(ax, t, rng.normal(0.1, 1.0, (2, 10)))
+  assert not ax.collections                                          # 2 seeds: no band
+  plots.band(ax, t, rng.normal(0.1, 1.0, (5, 10)))
+  (band,) = ax.collections
+  assert band.get_paths()[0].vertices[:, 1].min() == 0.0             # never below 0
+  full = fake_results()
+  two = dataclasses.replace(full, coords={**full.coords, "seed": np.arange(2)},
+                            recorded=full.recorded[..., :2, :])
+  ax = plots.cumulative_figure(two).axes[0]
+  assert not ax.collections and "mean over 2 seeds (no CI below 3 seeds)" in ax.get_title()
+
+
+def interrupted(res):
+  """`res` as an interrupted run left it: the first agent done, the second at step 100 for
+  seeds 0-2 of 5 (seed blocks of 3), NaN beyond."""
+  data = res.recorded.copy()
+  steps = res.coords["step"]
+  data[1, :, :3, steps > 100] = np.nan
+  data[1, :, 3:] = np.nan
+  return dataclasses.replace(res, recorded=data, complete=False,
+                             config={**PROPOSITION3, "steps": int(steps[-1])})
+
+
+def test_an_interrupted_run_is_reported_as_far_as_it_got(tmp_path):
+  cut = report.partial(interrupted(fake_results()))
+  assert cut.coords["step"][-1] <= 100 < fake_results().coords["step"][-1]
+  assert cut.coords["seed"].tolist() == [0, 1, 2] and np.isfinite(cut.recorded).all()
+  assert plots.partial_label(cut) == f"partial: step {cut.coords['step'][-1]} of 400"
+  text = report.markdown(cut, {}, report.reference_exponent(cut))
+  assert text.startswith(f"# Fake sweep (partial: step {cut.coords['step'][-1]} of 400)")
+  assert "**Partial results**" in text and "--resume" in text
+  assert "partial: step" in plots.cumulative_figure(cut).axes[0].get_title()
+  not_started = interrupted(fake_results())
+  not_started.recorded[1] = np.nan                                   # the second agent: nothing
+  cut = report.partial(not_started)
+  assert cut.coords["step"][-1] == 400 and cut.coords["seed"].size == 5
+  assert plots.partial_label(cut) == "partial: step 400 of 400, 2 of 4 grid points"
+  assert "| vpo | 0.5 | 0 | not run yet |" in report.markdown(cut, {})
+  assert len(plots.cumulative_figure(cut).axes[0].lines) == 2       # only the runs that ran
+  not_started.recorded[:] = np.nan
+  with pytest.raises(ValueError, match="recorded nothing yet"):
+    report.partial(not_started)
+
+
+def test_plot_and_report_of_a_read_only_run_directory_write_to_out(tmp_path, monkeypatch, capsys):
+  run = tmp_path / "run"
+  dataclasses.replace(fake_results("summary"), config=PROPOSITION3).save(run)
+  (run / "config.toml").write_text('family = "rlhf"\ntitle = "Fake"\n[env]\nname = "example1"\n')
+  run.chmod(0o555)
+  if os.geteuid() == 0:          # root writes anyway: refuse as a read-only file system would
+    real = tempfile.TemporaryFile
+    def read_only(*args, dir=None, **kwargs):
+      if str(dir).startswith(str(run)):
+        raise OSError(errno.EROFS, "Read-only file system")
+      return real(*args, dir=dir, **kwargs)
+    monkeypatch.setattr(tempfile, "TemporaryFile", read_only)
+  try:
+    for command in ("plot", "report"):
+      assert cli.main([command, str(run)]) == 2
+      err = capsys.readouterr().err
+      assert f"rbx {command}: cannot write to {run}" in err and "--out DIR" in err
+    assert cli.main(["plot", str(run), "--out", str(tmp_path / "figs"), "--log"]) == 0
+    assert (tmp_path / "figs" / "cumulative.png").is_file()
+    assert cli.main(["report", str(run), "--out", str(tmp_path / "rep")]) == 0
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "![cumulative regret](plots/cumulative.png)" in text
+    assert sorted(p.name for p in run.iterdir()) == ["config.toml", "results.json", "results.npz"]
+  finally:
+    run.chmod(0o755)
