@@ -31,19 +31,17 @@ import time
 import warnings
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+from covertype_like import covertype_like
 
-jax.config.update("jax_num_cpu_devices", os.cpu_count())    # before any JAX work
+from rbx import data, neural            # one CPU device per core (rbx.core.devices)
+from rbx.core import devices as devices_lib, driver, protocol
+from rbx.core.grid import Grid
 
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from covertype_like import covertype_like  # noqa: E402
-
-from rbx import data, neural  # noqa: E402
-from rbx.core import devices as devices_lib, driver, protocol  # noqa: E402
-from rbx.core.grid import Grid  # noqa: E402
-
-SATIMAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "shared",
-                        "datasets", "satimage.csv.gz")
+SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "shared",
+                      "datasets")
+SATIMAGE = os.path.join(SHARED, "satimage.csv.gz")
 
 AGENTS = ["rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ucb_exact", "neural_ts"]
 
@@ -92,15 +90,35 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
   return out.stats["run_seconds"] / out.stats["seed_steps"]
 
 
-def time_torch(name, args, history):
-  """The reference's seconds per round, measured in a fresh process (no JAX threads beside it)."""
+def time_torch(name, args, history, whole_run=None):
+  """The reference's seconds per round, measured in a fresh process (no JAX threads beside it);
+  `whole_run`: the mean over a whole run of that many rounds from an empty history."""
+  steps = args.torch_steps if whole_run is None else whole_run - 1
   cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                       "neural_torch_reference.py"),
-         "--agent", name, "--history", str(history), "--steps", str(args.torch_steps),
+         "--agent", name, "--history", str(history), "--steps", str(steps),
          "--width", str(args.width), "--train-steps", str(args.train_steps), "--dim", str(args.dim),
-         "--arms", str(args.arms), "--data", str(args.data)]
+         "--arms", str(args.arms), "--data", str(args.data)] + (["--whole-run"] if whole_run else [])
   out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
   return float(out.split()[-1])
+
+
+def whole_run_table(env, args):
+  """A whole run of `--whole-run` rounds from an empty history as a new user runs it:
+  `neural.sweep` with its defaults (every device), beside one device and the reference's
+  whole run; compile time excluded (the sweep's own timing)."""
+  print(f"whole run of {args.whole_run} rounds, {max(args.seeds)} seeds, full batch:")
+  for name in args.agents:
+    agent = make_agent(name, args)
+    per = {}
+    for devices in (None, 1):
+      res = neural.sweep(lambda: (env, agent), {}, seeds=max(args.seeds), steps=args.whole_run,
+                         devices=devices)
+      per[devices] = res.timing["run_seconds"] / res.timing["seed_steps"]
+    ref = float("nan") if args.no_torch else time_torch(name, args, 0, args.whole_run)
+    print(f"  {name:<18} rbx {per[None] * 1e3:.2f} ms/seed-round ({jax.device_count()} devices), "
+          f"{per[1] * 1e3:.2f} (1 device); torch {ref * 1e3:.1f} ms/round; "
+          f"ratio {ref / per[None]:.1f} ({ref / per[1]:.1f} on 1 device)", flush=True)
 
 
 def flops_per_seed_step(name, args, history, batch):
@@ -192,6 +210,12 @@ def main():
                  help="minibatch rows per step (⌈B/K⌉ per block); timed beside full batch")
   p.add_argument("--training", nargs="+", default=["full", "minibatch"],
                  choices=["full", "minibatch"])
+  p.add_argument("--dataset", default=None,
+                 help="time rbx on this data set (in ../shared/datasets) instead of the "
+                      "synthetic one; no reference")
+  p.add_argument("--whole-run", type=int, default=None,
+                 help="instead of the table: a whole run of this many rounds (the largest "
+                      "--seeds) with neural.sweep's defaults against the reference's")
   p.add_argument("--regret-data", default=SATIMAGE)
   p.add_argument("--regret-agents", nargs="*", default=["neural_ucb", "rbmle_pc"])
   p.add_argument("--regret-steps", type=int, default=1000)
@@ -201,8 +225,14 @@ def main():
   args = p.parse_args()
   warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
 
-  X, y = covertype_like(args.data, args.dim, args.arms)
-  env = neural.classification(X, y, args.arms)
+  if args.dataset is None:
+    env = neural.classification(*covertype_like(args.data, args.dim, args.arms), args.arms)
+  else:
+    ds = data.load(args.dataset, data_dir=SHARED)
+    env = neural.classification(ds.features, ds.labels)
+    args.dim, args.arms, args.no_torch = env.dim, env.num_arms, True
+  if args.whole_run is not None:
+    return whole_run_table(env, args)
   peak, nominal = measured_peak(), nominal_peak(args)
   capacity = max(args.history) + args.steps
   batches = [None if mode == "full" else args.batch_size for mode in args.training]

@@ -133,9 +133,10 @@ class Reference:
       self._z_add(g[0])
 
 
-def time_rounds(name, X, y, arms, width, train_steps, history, steps, threads):
+def time_rounds(name, X, y, arms, width, train_steps, history, steps, threads, whole=False):
   """Seconds per round (the best of `steps` timed rounds, after one warm-up round) once the
-  history holds `history` rounds (random arms), with `threads` intra-op threads."""
+  history holds `history` rounds (random arms), with `threads` intra-op threads; `whole`:
+  the mean over the warm-up round and the `steps` after it (a whole run from `history` = 0)."""
   torch.set_num_threads(threads)
   torch.set_flush_denormal(True)           # as XLA does; denormals slow some rounds 40×
   torch.manual_seed(0)
@@ -161,13 +162,12 @@ def time_rounds(name, X, y, arms, width, train_steps, history, steps, threads):
     arm = ref.select(c)
     ref.update(c[arm], float(arm == y[i]))
 
-  play(history)
-  best = float("inf")
-  for i in range(history + 1, history + 1 + steps):
+  seconds = []
+  for i in range(history, history + 1 + steps):
     start = time.perf_counter()
     play(i)
-    best = min(best, time.perf_counter() - start)
-  return best
+    seconds.append(time.perf_counter() - start)
+  return float(np.mean(seconds)) if whole else min(seconds[1:])
 
 
 def main():
@@ -181,12 +181,15 @@ def main():
   p.add_argument("--dim", type=int, default=54)
   p.add_argument("--arms", type=int, default=7)
   p.add_argument("--data", type=int, default=5000)
+  p.add_argument("--whole-run", action="store_true",
+                 help="the mean seconds per round of rounds history+1..history+steps+1 "
+                      "(with --history 0: a whole run of steps + 1 rounds)")
   a = p.parse_args()
   X, y = covertype_like(a.data, a.dim, a.arms)
   # the faster of one thread and all cores: on a shared machine, OpenMP's threads can stall
   # each small operation for a scheduler time slice
-  print(min(time_rounds(a.agent, X, y, a.arms, a.width, a.train_steps, a.history, a.steps, n)
-            for n in sorted({1, os.cpu_count()})))
+  print(min(time_rounds(a.agent, X, y, a.arms, a.width, a.train_steps, a.history, a.steps, n,
+                        a.whole_run) for n in sorted({1, os.cpu_count()})))
 
 
 if __name__ == "__main__":

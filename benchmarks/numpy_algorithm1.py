@@ -78,11 +78,14 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_itera
   return best
 
 
-def run(r_star, pi_ref, beta, r_max, alpha, steps, seed, solver):
+def run(r_star, pi_ref, beta, r_max, alpha, steps, seed, solver, reward_step=None):
   """Per-step regret of Algorithm 1 with constant α for one seed, shape (steps,).
 
-  `solver`: the keyword arguments of `solve` (iterations, dc_iterations, starts, sizes).
+  `solver`: the keyword arguments of `reward_step` (default `solve`: iterations,
+  dc_iterations, starts, sizes); another reward step (e.g. `scipy_algorithm1.solve`) may
+  replace it, the loop and its random stream unchanged.
   """
+  reward_step = reward_step or solve
   rng = np.random.default_rng(seed)
   A = len(r_star)
   pi_ref = pi_ref / pi_ref.sum()
@@ -98,6 +101,6 @@ def run(r_star, pi_ref, beta, r_max, alpha, steps, seed, solver):
       wins[a1, a2] += 1
     else:
       wins[a2, a1] += 1
-    r = solve(wins, pi_ref, pi, beta, alpha, r_max, r, **solver)
+    r = reward_step(wins, pi_ref, pi, beta, alpha, r_max, r, **solver)
     pi_prev, pi = pi, softmax(np.log(pi_ref) + r / beta)
   return regret

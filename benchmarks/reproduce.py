@@ -8,7 +8,9 @@ Online RLHF (`online-rlhf-exploration.txt`):
   * Algorithm 1 against VPO and XPO at equal constant α on both examples and on random
     instances (π_ref at several deviations from human preference);
   * the fitted exponent of R(t) ~ t^s for Algorithm 1 with Proposition 3's schedule, for
-    several β, against (β+1)/(β+2).
+    several β, against (β+1)/(β+2);
+  * the practical DPO-form losses (`rbx.rlhf.practical`) on Examples 1-2 (do they fail and
+    escape as the exact schemes do?) and on a contextual environment, against the exact agents.
 NeuralRBMLE (`neural-rbmle.txt`):
   * the Tables 1–2 protocol (`benchmarks/table1.py`, whose functions run it here), the
     likelihood comparison and the α(t) = t^n ablation of section 6;
@@ -60,6 +62,7 @@ from rbx.core import results as results_lib  # noqa: E402
 PROP1_BOUND = 4 / (9 * np.e)
 PROP2_BOUND = 1 / 64
 AGENTS = ("algorithm1", "vpo", "xpo")
+PARTS = ["rlhf", "practical", "tables", "timing"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +84,10 @@ class Scale:
   table_argv: tuple[str, ...]     # benchmarks/table1.py options
   timing_history: tuple[int, ...]
   timing_steps: int
+  practical_seeds: int = 1000     # the practical agents on Examples 1-2 (and the exact ones)
+  contextual: tuple[int, int, int] = (100, 10, 16)   # (|X|, A, d) of the contextual runs
+  contextual_seeds: int = 16       # the exact Algorithm 1 re-solves all |X| prompts each step
+  contextual_steps: int = 50
 
 
 class Figures(NamedTuple):
@@ -112,7 +119,8 @@ FULL = Scale(
     random_seeds=256, random_steps=2000, betas=(0.05, 0.1, 0.2, 0.5, 1.0), exponent_seeds=256,
     exponent_steps=50000,
     table_argv=("--likelihoods", "--alpha-exponents", "0", "0.25", "0.5", "1", "2"),
-    timing_history=(100, 2000), timing_steps=2)
+    timing_history=(100, 2000), timing_steps=2, practical_seeds=1000, contextual_seeds=1000,
+    contextual_steps=200)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,6 +282,94 @@ def exponents(scale: Scale, figdir: Figures) -> tuple[str, str]:
   return "\n".join(lines), summary
 
 
+def practical_rlhf(scale: Scale, figdir: Figures) -> tuple[str, str]:
+  """The practical DPO-form losses (`rbx.rlhf.practical`, tabular policy) on Examples 1-2 beside
+  the exact agents of the same scheme (the same stuck events as Propositions 1-2), and every
+  practical agent (log-linear policy) against the exact ones on a contextual environment."""
+  beta1, r_max1 = scale.prop1
+  kappa, beta2, r_max2 = scale.prop2
+  alphas, n = list(scale.prop_alphas), scale.practical_seeds
+  cases = [("Example 1", "vpo", 0.5, int(np.exp(r_max1 / beta1) / 2),
+            lambda: rlhf.example1(0.0, beta1, r_max1), f"β = {beta1:g}, r_max = {r_max1:g}"),
+           ("Example 2", "xpo", 0.01, int(min(kappa, np.exp(r_max2) / 2)),
+            lambda: rlhf.example2(kappa, beta2, r_max2),
+            f"κ = {kappa:g}, β = {beta2:g}, r_max = {r_max2:g}")]
+  variants = [("exact", lambda s, a: rlhf.get(s, alpha=a)),
+              ("practical", lambda s, a: getattr(rlhf.practical, s)(a)),
+              ("practical, clipped", lambda s, a: getattr(rlhf.practical, s)(a, clip=True))]
+  lines = ["## Practical online RLHF: DPO-form losses on a policy", "",
+           "`rbx.rlhf.practical` runs each scheme as a loss on a parametric policy, as "
+           "practitioners do (TRL's OnlineDPO/XPO trainers, SELM): L(θ) = DPO(θ; D) + "
+           "α β Ê_{a∼π_cal}[log π_θ(a)/π_ref(a)], which is −(ℓ + α J*) of (3.1a)/(3.2a) at the "
+           "implicit reward r_θ = β log π_θ/π_ref (derivation: `docs/practical_rlhf.md`), "
+           "minimised by 20 Adam steps (learning rate 0.1) per round, warm-started; the "
+           "expectation over π_cal is the round's own answer drawn from π_cal (XPO: a2 ∼ π_ref; "
+           "Algorithm 1: a2 ∼ π^(t)) or, for VPO (whose answers are not drawn from π_cal), one "
+           "fresh draw. No box: \"practical\" leaves r_θ unbounded; \"clipped\" clips its "
+           "range to r_max (`clip=True`). Tabular softmax policy, π^(1) = π_ref.", "",
+           f"### Examples 1–2: fraction stuck ({n} seeds, 95% Wilson intervals)", "",
+           "The events of Propositions 1–2: regret ≥ 1/2 (Example 1) or ≥ 0.01 (Example 2) for "
+           "every 1 < t ≤ horizon. R(T): mean cumulative regret at the horizon.", "",
+           "| example | scheme | agent | " + " | ".join(f"α = {a:g}: stuck, R(T)" for a in alphas)
+           + " |", "|---|---|---|" + "---:|" * len(alphas)]
+  stuck_of = {}
+  for example, failing, thr, horizon, make_env, setting in cases:
+    env = make_env()
+    for scheme in (failing, "algorithm1"):
+      for label, make in variants:
+        res = rlhf.sweep(lambda alpha: (env, make(scheme, alpha)), {"alpha": alphas}, seeds=n,
+                         steps=horizon)
+        stuck = (res.regret[..., 1:] >= thr).all(axis=-1).mean(axis=-1)      # (alpha,)
+        final = res.final().mean(axis=-1)
+        stuck_of[example, scheme, label] = stuck
+        print(f"[reproduce]   {example} {scheme} {label}: stuck {np.round(stuck, 3)}",
+              file=sys.stderr, flush=True)
+        cells = [f"**{f:.3f}** [{lo:.3f}, {hi:.3f}], {r:.1f}"
+                 for f, (lo, hi), r in zip(stuck, (_wilson(f, n) for f in stuck), final)]
+        lines.append(f"| {example} ({setting}, T = {horizon}) | {scheme} | {label} | "
+                     + " | ".join(cells) + " |")
+  lines.append("")
+
+  X, A, d = scale.contextual
+  seeds, steps = scale.contextual_seeds, scale.contextual_steps
+  env = rlhf.random_contextual(jax.random.key(0), X, A, d, 0.5, 4.0, deviation=1.0)
+  pairs = [("greedy", "online_dpo"), ("xpo", "practical_xpo"), ("vpo", "practical_vpo"),
+           ("algorithm1", "practical_algorithm1")]
+  lines += [f"### A contextual environment: |X| = {X}, A = {A}, d = {d}", "",
+            f"`rlhf.random_contextual(key(0), {X}, {A}, {d}, β = 0.5, r_max = 4, deviation = 1)`: "
+            "φ(x, a) ∼ N(0, I/d), r* = θ*ᵀφ scaled into [0, 4], uniform π_ref and ρ. α = 1 for "
+            "every scheme (VPO calibrates with π_ref); the practical agents use the log-linear "
+            "policy π_θ ∝ π_ref exp(θᵀφ/β) (which can represent π*), the exact agents solve every "
+            f"prompt's (3.1a)/(3.2a) in the box. {seeds} seeds, T = {steps}; R(T) mean ± std, "
+            "95% t-interval of the mean.", "",
+            "| scheme | exact agent R(T) | [95% CI] | practical (log-linear) R(T) | [95% CI] |",
+            "|---|---:|---:|---:|---:|"]
+  means = {}
+  for exact_name, practical_name in pairs:
+    cells = []
+    for name, make in ((exact_name, lambda: rlhf.get(exact_name, **(
+        {} if exact_name == "greedy" else {"alpha": 1.0}))),
+                       (practical_name, lambda: rlhf.get(practical_name, policy="loglinear", **(
+                           {} if practical_name == "online_dpo" else {"alpha": 1.0})))):
+      final = rlhf.sweep(lambda: (env, make()), {}, seeds=seeds, steps=steps).final()
+      mean, std, half = results_lib.mean_ci(final, axis=-1)
+      means[name] = float(mean)
+      print(f"[reproduce]   contextual {name}: R(T) {float(mean):.2f}", file=sys.stderr, flush=True)
+      cells += [f"{float(mean):.2f} ± {float(std):.2f}",
+                f"[{float(mean - half):.2f}, {float(mean + half):.2f}]"]
+    lines.append(f"| {exact_name} | " + " | ".join(cells) + " |")
+  lines.append("")
+  e1, e2 = stuck_of["Example 1", "vpo", "practical"], stuck_of["Example 2", "xpo", "practical"]
+  a1 = [stuck_of[e, "algorithm1", "practical"] for e in ("Example 1", "Example 2")]
+  summary = (f"Practical losses ({n} seeds): VPO's loss stuck on Example 1 in "
+             f"{e1.min():.2f}–{e1.max():.2f} of seeds, XPO's on Example 2 in {e2.min():.2f}–"
+             f"{e2.max():.2f}, Algorithm 1's loss in {a1[0].min():.2f}–{a1[0].max():.2f} and "
+             f"{a1[1].min():.2f}–{a1[1].max():.2f} (over α). Contextual |X| = {X}, A = {A}: R(T) "
+             + ", ".join(f"{k} {v:.1f}" for k, v in means.items())
+             + f" ({seeds} seeds, T = {steps}).")
+  return "\n".join(lines), summary
+
+
 # ---------------------------------------------------------------------------------------------
 # NeuralRBMLE
 
@@ -399,10 +495,13 @@ def main(argv=None) -> None:
                  help="the figures' directory")
   p.add_argument("--data-dir", default=None,
                  help="the shared data sets (default: table1.py's, ../shared/datasets)")
-  p.add_argument("--skip", nargs="*", default=[], choices=["rlhf", "tables", "timing"],
-                 help="leave parts out")
+  p.add_argument("--skip", nargs="*", default=[], choices=PARTS, help="leave parts out")
+  p.add_argument("--only", nargs="*", default=None, choices=PARTS,
+                 help="run only these parts (with --out elsewhere: the report has only them)")
   args = p.parse_args(argv)
   scale = FULL if args.full else QUICK
+  if args.only is not None:
+    args.skip = [part for part in PARTS if part not in args.only]
   out = Path(args.out)
   figdir = Figures(Path(args.figures), os.path.relpath(args.figures, out.resolve().parent))
   figdir.path.mkdir(parents=True, exist_ok=True)
@@ -422,6 +521,8 @@ def main(argv=None) -> None:
     part("propositions", propositions, scale, figdir)
     part("comparison", comparison, scale, figdir)
     part("exponents", exponents, scale, figdir)
+  if "practical" not in args.skip:
+    part("practical", practical_rlhf, scale, figdir)
   if "tables" not in args.skip:
     part("tables", tables, scale, args.data_dir, figdir)
   if "timing" not in args.skip:
@@ -430,7 +531,8 @@ def main(argv=None) -> None:
   dev = jax.devices()
   head = [
       "# Reproduction report", "",
-      f"Written by `python benchmarks/reproduce.py{' --full' if args.full else ''}` "
+      f"Written by `python benchmarks/reproduce.py{' --full' if args.full else ''}"
+      f"{' --only ' + ' '.join(args.only) if args.only else ''}` "
       f"(scale **{scale.name}**) on {datetime.date.today().isoformat()}: rbx {rbx.__version__}, "
       f"jax {jax.__version__}, {dev[0].platform} ({len(dev)} device(s): {dev[0].device_kind}), "
       f"{platform.machine()}. Wall time {wall / 60:.1f} min ("

@@ -1,9 +1,9 @@
 """How close `rlhf.solve_optimistic` gets to the global maximum of (3.1a)/(3.2a), per SolverConfig.
 
-Small instances (A = 2, 3, 4) against the float64 brute force of `tests/reference.py`
+Small instances (A = 2, 3, 4) against the float64 brute force of `tests/helpers.py`
 (dense grid + L-BFGS-B from every vertex); A = 10 against a much longer solve
 (40 iterations, 20 of them DC steps, 12 step sizes, 40 starts). Random instances from
-`reference.random_problem` (β, α, r_max and counts varied over decades). Prints, per
+`helpers.random_problem` (β, α, r_max and counts varied over decades). Prints, per
 config, the largest relative gap and how many instances are off by more than 1e-5 and 1e-3.
 
     python benchmarks/solver_accuracy.py                   # 160 instances per A ≤ 4 (minutes)
@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-import reference as ref  # noqa: E402
+import helpers as ref  # noqa: E402
 
 from rbx import rlhf  # noqa: E402
 

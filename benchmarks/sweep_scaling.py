@@ -8,7 +8,8 @@ Every sweep is a TOML config run by `rbx.sweep` (`rbx.config`, `rbx.core.driver`
   python benchmarks/sweep_scaling.py --seeds 1 100 10000 --rlhf-steps 20 --neural-steps 10
 
 1. Throughput: Algorithm 1 (default solver) on Example 1 and NeuralUCB (width 32, J = 10) on
-   a synthetic linear bandit, for each number of seeds (one chunk of all steps).
+   a synthetic linear bandit, for each number of seeds (one chunk of all steps), with the
+   default devices (all: `import rbx` makes one CPU device per core) and on one device.
 2. Chunking overhead: the same RLHF sweep as one monolithic scan (chunk = T) and in
    `--chunks` chunks, without and with a checkpoint written after every chunk; best of
    `--repeats`; the ratio chunked / monolithic (target <= 1.10).
@@ -77,24 +78,27 @@ def rlhf_config(seeds, steps, chunk=None, record="steps", block=None, solver="")
                                   solver=solver))
 
 
-def timed(cfg, on_chunk=None):
-  """(run seconds, compile seconds, seed-steps) of one `rbx.sweep` of `cfg`."""
-  res = rbx.sweep(cfg.build, cfg.grid, cfg.seeds, cfg.steps, **cfg.sweep_options(),
-                  on_chunk=on_chunk)
+def timed(cfg, on_chunk=None, **options):
+  """(run seconds, compile seconds, seed-steps) of one `rbx.sweep` of `cfg` (`options`
+  override the config's)."""
+  res = rbx.sweep(cfg.build, cfg.grid, cfg.seeds, cfg.steps,
+                  **{**cfg.sweep_options(), **options}, on_chunk=on_chunk)
   return res.timing["run_seconds"], res.timing["compile_seconds"], res.timing["seed_steps"]
 
 
 def throughput(args):
   print(f"## seed-steps/s against seeds ({jax.default_backend()}, {jax.device_count()} device(s))\n")
-  print("| agent | seeds | steps | seed-steps/s | compile s |")
-  print("|---|---:|---:|---:|---:|")
+  print("| agent | seeds | steps | seed-steps/s | compile s | 1 device: seed-steps/s | ratio |")
+  print("|---|---:|---:|---:|---:|---:|---:|")
   for name, make, steps in (
       ("algorithm1 (RLHF, A=3)", lambda s: rlhf_config(s, args.rlhf_steps), args.rlhf_steps),
       ("neural_ucb (m=32, J=10)", lambda s: config.loads(NEURAL.format(seeds=s, steps=args.neural_steps)),
        args.neural_steps)):
     for s in args.seeds:
       run_s, compile_s, n = timed(make(s))
-      print(f"| {name} | {s} | {steps} | {n / run_s:,.0f} | {compile_s:.1f} |", flush=True)
+      one_s = timed(make(s), devices=1)[0]
+      print(f"| {name} | {s} | {steps} | {n / run_s:,.0f} | {compile_s:.1f} | {n / one_s:,.0f} "
+            f"| {one_s / run_s:.2f} |", flush=True)
 
 
 def overhead(args):

@@ -10,10 +10,18 @@ NeuralUCB, NeuralTS, DeepFPL, BootstrappedNN, LinRBMLE, LinUCB), each declaring 
 environments and agents in a registry (`rbx.core.registry`). Shared: `rbx.schedules` (α_t),
 `rbx.data` (data sets), `rbx.core` (protocol, sweep, driver, checkpoints, devices, results,
 plots), `rbx.config` and `rbx.experiment` (TOML configs and `rbx run`).
+
+With `RBX_NUM_CPU_DEVICES=all` set, importing rbx gives JAX one CPU device per core
+(`rbx.core.devices.use_every_core`; not if JAX has started or its CPU device count is set);
+sweeps shard their seeds over all local devices by default.
 """
-from rbx import neural, rlhf, schedules
-from rbx.core.results import Results
-from rbx.core.sweep import simulate, sweep
+from rbx.core import devices as _devices
+
+_devices.use_every_core()                 # before any JAX work: RBX_NUM_CPU_DEVICES
+
+from rbx import neural, rlhf, schedules  # noqa: E402
+from rbx.core.results import Results  # noqa: E402
+from rbx.core.sweep import simulate, sweep  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["neural", "rlhf", "schedules", "sweep", "simulate", "Results", "__version__"]

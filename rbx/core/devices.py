@@ -1,5 +1,10 @@
 """Sharding the seed axis over local devices, and splitting seeds over hosts.
 
+CPU devices: `use_every_core`, run when `rbx` is imported, gives JAX one CPU device per core
+with `RBX_NUM_CPU_DEVICES=all` (or N devices with N), so that sweeps use every core; a count
+the user set for JAX is kept, and so is a backend already started. It is not the default
+(see `use_every_core` for the deadlock that keeps it off).
+
 One host: `seed_mesh(n)` is a 1-D `jax.sharding.Mesh` named "seed" over n local devices;
 the driver runs each chunk under `jax.shard_map` with the seeds (and every leaf of the
 carried state, shape (G, S, ...)) split as `P(None, "seed")`, so each device steps its own
@@ -12,16 +17,48 @@ records with `process_allgather` (over Gloo on CPU, NCCL/ICI elsewhere).
 from __future__ import annotations
 
 import math
+import os
 
 import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh
 
 
-def seed_mesh(num_devices: int | None = None) -> Mesh | None:
-  """A mesh ("seed",) over the first `num_devices` local devices (default all); None for one."""
+def use_every_core() -> int | None:
+  """Sets `jax_num_cpu_devices` from `RBX_NUM_CPU_DEVICES` ("all": the cores this process may
+  run on; or a count) unless the user chose a count for JAX itself (JAX_NUM_CPU_DEVICES,
+  `jax_num_cpu_devices`, XLA_FLAGS' --xla_force_host_platform_device_count) or JAX's backend
+  has started (its devices stay). Without `RBX_NUM_CPU_DEVICES`, JAX keeps its one CPU device:
+  with several, jaxlib 0.10's CPU LAPACK kernels (LU and Cholesky factorisations of matrices
+  above about 100 × 100, e.g. `jnp.linalg.solve` in an agent) deadlock when two devices call
+  them at once, so every core by default would hang such sweeps silently. Returns the count
+  set, or None.
+
+  Raises:
+    ValueError: `RBX_NUM_CPU_DEVICES` is neither "all" nor a positive integer.
+  """
+  wanted = os.environ.get("RBX_NUM_CPU_DEVICES")
+  if (wanted is None or jax.config.jax_num_cpu_devices >= 0
+      or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")):
+    return None
+  if wanted.strip().lower() == "all":
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+  elif wanted.strip().isdigit() and int(wanted) >= 1:
+    n = int(wanted)
+  else:
+    raise ValueError(f"RBX_NUM_CPU_DEVICES must be \"all\" or a positive integer, got {wanted!r}")
+  try:
+    jax.config.update("jax_num_cpu_devices", n)
+  except RuntimeError:                      # the backend has started: keep its devices
+    return None
+  return n
+
+
+def seed_mesh(num_devices: int | None = None, num_seeds: int | None = None) -> Mesh | None:
+  """A mesh ("seed",) over the first `num_devices` local devices (default all of them, or
+  `num_seeds` if fewer: no device runs only padding); None for one."""
   local = jax.local_devices()
-  n = len(local) if num_devices is None else num_devices
+  n = min(len(local), num_seeds or len(local)) if num_devices is None else num_devices
   if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(local):
     raise ValueError(f"devices must be an integer in [1, {len(local)}] (the local devices), got {n!r}")
   if n == 1:

@@ -6,6 +6,8 @@ Two representations, chosen by name:
     `Params` pytree of diag(Z_t) — O(p) memory and work per step;
   * "exact": Z_t⁻¹ itself, (p, p), kept exact by the Sherman–Morrison rank-one update
     Z_t⁻¹ = Z_{t−1}⁻¹ − u uᵀ / (m + gᵀu), u = Z_{t−1}⁻¹ g — O(p²) per step, never an inverse.
+    A compact g reads only the columns of its support (`solve`: only its rows too, so the K
+    arms read K blocks of Z⁻¹, not all of it K times).
     The update runs over bands of rows so that XLA performs it in place (a fresh p × p
     buffer per step costs more in page faults than the arithmetic).
 
@@ -20,6 +22,7 @@ from typing import Any, NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 
 from rbx import _checks
 from rbx.neural import network
@@ -58,14 +61,36 @@ def _exact_init(params, lam):
 
 
 def _exact_solve(z_inv, params, g, blocks):
-  u = (z_inv @ network.to_dense(params, g, blocks).T).T      # (K, p): row a is Z⁻¹ g_a
-  return network.from_dense(params, u, blocks)
+  # Z⁻¹ g_a on the rows R_a that f(x_a; ·) reads is Z⁻¹[R_a, R_a] c_a (g_a is zero off R_a):
+  # each arm reads its (|R_a|, |R_a|) part of Z⁻¹, not all of it
+  def one(c, block):
+    lo, n = _block_range(params, block)
+    return jnp.concatenate([_times(jax.lax.dynamic_slice_in_dim(z_inv, lo, n), lo, n, c),
+                            _times(z_inv[z_inv.shape[0] - (c.size - n):], lo, n, c)])
+  compact = jax.vmap(lambda v: ravel_pytree(v)[0])(g)
+  unravel = ravel_pytree(jax.tree.map(lambda v: v[0], g))[1]
+  return jax.vmap(unravel)(jax.lax.map(lambda a: one(*a), (compact, blocks)))
 
 
 def _exact_update(z_inv, params, g, block, m):
-  gd = network.to_dense(params, jax.tree.map(lambda x: x[None], g), block[None])[0]
-  u = z_inv @ gd
-  return _subtract_outer(z_inv, u, u / (m + gd @ u))
+  c = ravel_pytree(g)[0]
+  lo, n = _block_range(params, block)
+  u = _times(z_inv, lo, n, c)                                  # Z⁻¹ g: the columns R only
+  gu = c[:n] @ jax.lax.dynamic_slice_in_dim(u, lo, n) + c[n:] @ u[u.size - (c.size - n):]
+  return _subtract_outer(z_inv, u, u / (m + gu))
+
+
+def _block_range(params, block):
+  """(first index, length) in R^p of W1[block]; a compact vector ravels as (its W1 block,
+  the shared layers), which are R^p's last entries."""
+  n = params.W1[0].size
+  return block * n, n
+
+
+def _times(a, lo, n, c):
+  """a[:, R] @ c for the columns R = lo..lo+n−1 and the last c.size − n (a compact c)."""
+  own = jax.lax.dynamic_slice_in_dim(a, lo, n, axis=1)
+  return (own * c[:n]).sum(1) + (a[:, a.shape[1] - (c.size - n):] * c[n:]).sum(1)
 
 
 def _subtract_outer(a, u, v, rows=256):

@@ -1,11 +1,15 @@
 """Online RLHF under the Bradley–Terry model: objectives, the optimistic solver, environments,
-exploration agents, the family's registry and analysis (paper: `online-rlhf-exploration.txt`).
+exploration agents, the family's registry and analysis (paper: `online-rlhf-exploration.txt`);
+`practical` has the same schemes as DPO-form losses on the parametric policies of `policies`,
+and `contextual` the environments with many prompts and features.
 
 `rbx.rlhf.sweep` is `rbx.sweep`; `simulate` runs one seed (`rbx.simulate`).
 """
 from rbx.core.sweep import simulate, sweep
-from rbx.rlhf import analysis, assumptions, registry
+from rbx.rlhf import analysis, assumptions, contextual, policies, practical, registry
 from rbx.rlhf.agents import AgentState, algorithm1, greedy, selm, vpo, xpo
+from rbx.rlhf.contextual import (ContextualPreferenceEnv, ContextualTask, make_contextual,
+                                 random_contextual)
 from rbx.rlhf.env import (PreferenceEnv, Prompt, Query, Task, example1, example2, make_env,
                           preference, random_instance)
 from rbx.rlhf.objectives import J, J_star, kl, log_likelihood, log_optimal_policy, optimal_policy, regret
@@ -14,6 +18,8 @@ from rbx.rlhf.solver import SolverConfig, objective, solve_optimistic
 
 __all__ = [
     "analysis", "assumptions", "registry", "FAMILY", "get",
+    "contextual", "policies", "practical", "ContextualPreferenceEnv", "ContextualTask",
+    "make_contextual", "random_contextual",
     "AgentState", "algorithm1", "greedy", "selm", "vpo", "xpo",
     "PreferenceEnv", "Prompt", "Query", "Task", "example1", "example2", "make_env", "preference",
     "random_instance", "J", "J_star", "kl", "log_likelihood", "log_optimal_policy",

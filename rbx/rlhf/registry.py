@@ -18,7 +18,8 @@ import jax
 
 from rbx import _checks, schedules
 from rbx.core import registry as reg
-from rbx.rlhf import agents, analysis, assumptions, env as env_lib
+from rbx.rlhf import (agents, analysis, assumptions, contextual, env as env_lib, policies,
+                      practical)
 from rbx.rlhf.solver import SolverConfig
 
 SCHEDULE_PARAMS = {
@@ -66,7 +67,8 @@ def _random_instance(num_prompts=4, num_actions=3, beta=0.5, r_max=2.0, deviatio
                                  deviation)
 
 
-FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv,), seed_batch=lambda: 64,
+FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.ContextualPreferenceEnv),
+                    seed_batch=lambda: 64,
                     prepare=prepare, reference_exponent=analysis.paper_exponent)
 
 ENV_BETA = reg.real(doc="the KL weight β > 0")
@@ -85,11 +87,42 @@ FAMILY.env("custom", env_lib.make_env, {
     "r_star": reg.vector(), "pi_ref": POLICY, "beta": ENV_BETA, "r_max": ENV_RMAX,
     "rho": reg.vector(), "pi_cal": POLICY})
 
+
+def _contextual(num_prompts=100, num_actions=10, dim=16, beta=0.5, r_max=4.0, deviation=1.0,
+                seed=0):
+  """`random_contextual` from an integer seed (its key)."""
+  return contextual.random_contextual(jax.random.key(seed), num_prompts, num_actions, dim, beta,
+                                      r_max, deviation)
+
+
+FAMILY.env("contextual", _contextual, {
+    "num_prompts": reg.integer(1), "num_actions": reg.integer(2),
+    "dim": reg.integer(1, doc="the feature dimension d"), "beta": ENV_BETA, "r_max": ENV_RMAX,
+    "deviation": reg.real(doc="π_ref's distance from π_HF"),
+    "seed": reg.integer(0, doc="the instance's random seed")})
+
 FAMILY.agent("algorithm1", agents.algorithm1,
              {**SCHEDULE_PARAMS, "pi_init": POLICY, "pi_prev_init": POLICY, **SOLVER})
 FAMILY.agent("vpo", agents.vpo, {**SCHEDULE_PARAMS, "pi_cal": POLICY, "pi_init": POLICY, **SOLVER})
 FAMILY.agent("xpo", agents.xpo, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
 FAMILY.agent("selm", agents.selm, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
 FAMILY.agent("greedy", agents.greedy, {"pi_init": POLICY, **SOLVER})
+
+PRACTICAL = {
+    "policy": reg.string(policies.POLICIES, doc="the parametric policy (rbx.rlhf.policies)"),
+    "optimizer": reg.string(practical.OPTIMIZERS, doc="the optax optimiser over θ"),
+    "learning_rate": reg.real(low=0.0, doc="the optimiser's learning rate"),
+    "train_steps": reg.integer(1, doc="optimiser steps per round"),
+    "clip": reg.boolean(doc="clip the implicit reward to the box [0, r_max]"),
+    "pi_init": POLICY}
+CAL_SAMPLES = {"cal_samples": reg.integer(0, optional=True,
+                                          doc="draws estimating E_{π_cal} (0: the round's)")}
+FAMILY.agent("practical_algorithm1", practical.algorithm1,
+             {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES, "pi_prev_init": POLICY})
+FAMILY.agent("practical_vpo", practical.vpo,
+             {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES, "pi_cal": POLICY})
+FAMILY.agent("practical_xpo", practical.xpo, {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES})
+FAMILY.agent("practical_selm", practical.selm, {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES})
+FAMILY.agent("online_dpo", practical.online_dpo, PRACTICAL)
 
 get = FAMILY.get_agent

@@ -1,0 +1,160 @@
+"""Contextual preference environments: many prompts with features φ(x, a) and a linear reward.
+
+The RLHF paper's analysis is for the bandit case (no prompt); its discussion names the prompt
+space as the open direction. Here X is large (up to 10^4 prompts), each (prompt, answer) has
+features φ(x, a) ∈ R^d, the true reward is linear, r*(x, a) = θ*ᵀφ(x, a), affinely scaled into
+[0, r_max] (the offset is invisible to the Bradley–Terry oracle (2.1), so the scaled reward is
+still θᵀφ up to a constant), and π_ref is log-linear, π_ref ∝ exp((1 − d) r*) at a chosen
+deviation d from human preference π_HF ∝ e^{r*} (d = 0: π_ref = π_HF; 1: uniform; 2:
+reversed), as in `rbx.rlhf.random_instance`. The optimal policy π* ∝ π_ref e^{r*/β} is then
+log-linear in φ, so the log-linear policy of `rbx.rlhf.policies` can represent it.
+
+As an environment it is `rbx.rlhf.PreferenceEnv`'s: prompts x ~ ρ, the oracle (2.1), the
+regret (2.6); the learner is told a `ContextualTask` — the `Task` fields plus φ — so the
+exact-solver agents of `rbx.rlhf.agents` (which read only the `Task` fields, solving |X|
+problems of A actions per step) and the practical agents of `rbx.rlhf.practical` both run
+on it.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbx import _checks
+from rbx.rlhf import env as env_lib
+
+
+class ContextualTask(NamedTuple):
+  """What the learner is told: `rbx.rlhf.Task`'s fields and the features.
+
+  Attributes:
+    pi_ref: π_ref, (X, A). rho: ρ, (X,). beta: β. r_max: the reward bound.
+    pi_cal: the fixed calibration policy (π_ref), (X, A).
+    features: φ(x, a), (X, A, d).
+  """
+  pi_ref: chex.Array
+  rho: chex.Array
+  beta: chex.Array
+  r_max: chex.Array
+  pi_cal: chex.Array
+  features: chex.Array
+
+
+class ContextualPreferenceEnv(NamedTuple):
+  """A `PreferenceEnv` whose rewards are linear in features (all fields arrays: traceable).
+
+  Attributes:
+    base: the preference environment (r*, π_ref, ρ, β, r_max, π_cal), shapes (X, A).
+    features: φ(x, a), (X, A, d).
+    theta_star: θ* with r*(x, a) = θ*ᵀφ(x, a) + c, (d,) (c: the scaling's offset).
+  """
+  base: env_lib.PreferenceEnv
+  features: chex.Array
+  theta_star: chex.Array
+
+  @property
+  def num_prompts(self) -> int:
+    """|X|."""
+    return self.base.num_prompts
+
+  @property
+  def num_actions(self) -> int:
+    """A."""
+    return self.base.num_actions
+
+  @property
+  def dim(self) -> int:
+    """d, the feature dimension."""
+    return self.features.shape[-1]
+
+  @property
+  def beta(self) -> chex.Array:
+    """β."""
+    return self.base.beta
+
+  @property
+  def r_max(self) -> chex.Array:
+    """r_max."""
+    return self.base.r_max
+
+  @property
+  def spec(self) -> ContextualTask:
+    """What the learner is told: π_ref, ρ, β, r_max, π_cal and φ (not r* or θ*)."""
+    return ContextualTask(*self.base.spec, self.features)
+
+  def reset(self, key: chex.PRNGKey) -> tuple:
+    """No per-seed environment state: ()."""
+    return self.base.reset(key)
+
+  def observe(self, key: chex.PRNGKey, state: tuple):
+    """The step's prompt x ~ ρ (`PreferenceEnv.observe`)."""
+    return self.base.observe(key, state)
+
+  def feedback(self, key: chex.PRNGKey, state: tuple, obs, query):
+    """(the oracle's comparison, the ρ-weighted regret term) (`PreferenceEnv.feedback`)."""
+    return self.base.feedback(key, state, obs, query)
+
+
+def make_contextual(features, theta_star, beta, r_max, deviation=1.0,
+                    rho=None) -> ContextualPreferenceEnv:
+  """Builds and validates a contextual environment from features and θ*.
+
+  r*(x, a) = r_max (θ*ᵀφ(x, a) − m)/(M − m) with m, M the least and largest θ*ᵀφ over all
+  (x, a) (r* = r_max/2 everywhere if they are equal); π_ref ∝ exp((1 − deviation) r*).
+
+  Args:
+    features: φ, shape (X, A, d) with X ≥ 1, A ≥ 2, d ≥ 1, finite.
+    theta_star: θ*, shape (d,), finite.
+    beta, r_max: β > 0, r_max > 0.
+    deviation: π_ref's distance from π_HF, in [0, 2].
+    rho: the prompt distribution, (X,); default uniform.
+  Raises:
+    ValueError naming the field, for any bad input (before anything compiles).
+  """
+  _checks.positive("beta", beta)
+  _checks.positive("r_max", r_max)
+  _checks.in_range("deviation", deviation, 0.0, 2.0)
+  phi, theta = jnp.asarray(features, jnp.float32), jnp.asarray(theta_star, jnp.float32)
+  if phi.ndim != 3:
+    raise ValueError(f"features must have shape (X, A, d), got {phi.shape}")
+  X, A, d = phi.shape
+  if X < 1:
+    raise ValueError(f"features must have at least one prompt (|X| >= 1), got X={X}")
+  if A < 2 or d < 1:
+    raise ValueError(f"features must have A >= 2 answers and d >= 1, got shape {phi.shape}")
+  _checks.shape("theta_star", theta, (d,))
+  if _checks.is_concrete(phi, theta):
+    if not np.isfinite(np.asarray(phi)).all():
+      raise ValueError("features must be finite")
+    if not np.isfinite(np.asarray(theta)).all():
+      raise ValueError(f"theta_star must be finite, got {np.asarray(theta)}")
+  score = phi @ theta                                               # θ*ᵀφ(x, a), (X, A)
+  lo, hi = jnp.min(score), jnp.max(score)
+  scale = jnp.where(hi > lo, r_max / jnp.where(hi > lo, hi - lo, 1.0), 0.0)
+  r_star = jnp.where(hi > lo, (score - lo) * scale, 0.5 * r_max)
+  r_star = jnp.clip(r_star, 0.0, r_max)                             # float32 rounding at the ends
+  pi_ref = jax.nn.softmax((1.0 - deviation) * r_star, axis=-1)
+  base = env_lib.make_env(r_star, pi_ref, beta, r_max, rho=rho)
+  return ContextualPreferenceEnv(base, phi, theta * scale)
+
+
+def random_contextual(key: chex.PRNGKey, num_prompts: int, num_actions: int, dim: int, beta,
+                      r_max, deviation=1.0) -> ContextualPreferenceEnv:
+  """A random contextual environment: φ(x, a) ~ N(0, I_d/d), θ* ~ N(0, I_d), uniform ρ.
+
+  Args:
+    key: the instance's key.
+    num_prompts, num_actions, dim: |X| ≥ 1, A ≥ 2, d ≥ 1.
+    beta, r_max, deviation: as `make_contextual`.
+  """
+  _checks.positive_int("num_prompts", num_prompts)
+  _checks.positive_int("num_actions", num_actions)
+  _checks.positive_int("dim", dim)
+  k1, k2 = jax.random.split(key)
+  phi = jax.random.normal(k1, (num_prompts, num_actions, dim)) / np.sqrt(dim)
+  theta = jax.random.normal(k2, (dim,))
+  return make_contextual(phi, theta, beta, r_max, deviation)

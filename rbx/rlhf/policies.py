@@ -1,0 +1,85 @@
+"""Parametric policies π_θ(a | x) for the practical (loss-based) agents of `rbx.rlhf.practical`.
+
+A `Policy` is two pure functions, with its static sizes closed over by its constructor:
+
+    params = policy.init(task)                 # θ before the first round
+    log_pi = policy.log_probs(params, task)    # log π_θ(· | x) for every prompt, (X, A)
+
+Every prompt's row is normalised (a `log_softmax`), so the implicit reward
+r_θ(x, a) = β log π_θ(a|x)/π_ref(a|x) has Σ_a π_ref(a|x) e^{r_θ(x,a)/β} = 1 exactly, the
+identity the practical loss rests on (see `rbx.rlhf.practical`).
+
+* `tabular`: free softmax logits per (prompt, action), θ ∈ R^(X×A), π_θ(·|x) = softmax(θ_x).
+  It can represent every policy, so (up to the optimiser) it is the exact-solver agents'
+  problem with the box [0, r_max] removed.
+* `loglinear`: π_θ(a|x) ∝ π_ref(a|x) exp(θᵀφ(x, a)/β) with the features φ the task gives
+  (`rbx.rlhf.contextual`), θ ∈ R^d, θ = 0 at the start (π_θ = π_ref). Then r_θ(x, a) =
+  θᵀφ(x, a) − β log Z_θ(x): a linear reward, so a linear r* is realisable.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from rbx import _checks
+
+
+class Policy(NamedTuple):
+  """A parametric policy: `init(task) -> θ` and `log_probs(θ, task) -> log π_θ`, (X, A).
+
+  Attributes:
+    name: "tabular" or "loglinear" (for messages).
+    init: the parameters before round 1 from the learner's `Task` (shapes from its π_ref).
+    log_probs: log π_θ(a | x) of every prompt and answer, shape (X, A), rows normalised.
+  """
+  name: str
+  init: Callable[[Any], Any]
+  log_probs: Callable[[Any, Any], chex.Array]
+
+
+def tabular(pi_init=None) -> Policy:
+  """Softmax logits θ[x, a] per prompt and answer; π_θ(·|x) = softmax(θ_x).
+
+  Args:
+    pi_init: π^(1), shape (A,) or (X, A); default the task's π_ref (θ = log π^(1)).
+  """
+  if pi_init is not None:
+    _checks.probability("pi_init", pi_init, strict=True)
+
+  def init(task) -> chex.Array:
+    if pi_init is None:
+      return jnp.log(task.pi_ref)
+    return jnp.log(jnp.broadcast_to(jnp.asarray(pi_init, jnp.float32), task.pi_ref.shape))
+
+  def log_probs(theta, task) -> chex.Array:
+    del task
+    return jax.nn.log_softmax(theta, axis=-1)
+
+  return Policy("tabular", init, log_probs)
+
+
+def loglinear() -> Policy:
+  """π_θ(a|x) ∝ π_ref(a|x) exp(θᵀφ(x, a)/β), θ ∈ R^d, θ = 0 at the start.
+
+  The task must carry `features` φ of shape (X, A, d) (a `rbx.rlhf.contextual` task).
+  """
+  def features(task) -> chex.Array:
+    if not hasattr(task, "features"):
+      raise ValueError("policy='loglinear' needs features φ(x, a): use a contextual "
+                       "environment (rbx.rlhf.contextual), or policy='tabular'")
+    return task.features
+
+  def init(task) -> chex.Array:
+    return jnp.zeros(features(task).shape[-1], jnp.float32)
+
+  def log_probs(theta, task) -> chex.Array:
+    return jax.nn.log_softmax(jnp.log(task.pi_ref) + features(task) @ theta / task.beta, axis=-1)
+
+  return Policy("loglinear", init, log_probs)
+
+
+POLICIES: dict[str, Callable[..., Policy]] = {"tabular": tabular, "loglinear": loglinear}

@@ -1,0 +1,288 @@
+"""Practical online RLHF: the exploration schemes as DPO-form losses on a parametric policy.
+
+Practitioners run online RLHF as losses on a policy (TRL's OnlineDPO and XPO trainers, SELM,
+oat): no reward model is solved to optimality, there is no box [0, r_max], and expectations
+are estimated from samples. In the bandit model the Bradley–Terry oracle and J(π*, r*) are
+exact, so these agents can be checked against the exact-solver agents of `rbx.rlhf.agents`.
+
+**The loss form.** Let π_θ(a|x) be a parametric policy (`rbx.rlhf.policies`) and
+
+    r_θ(x, a) = β log π_θ(a|x)/π_ref(a|x)
+
+its implicit reward (DPO's; defined up to a per-prompt constant, which neither ℓ nor J*
+sees). Since π_θ(·|x) sums to one, Z_{r_θ}(x) = Σ_a π_ref(a|x) e^{r_θ(x,a)/β} = Σ_a π_θ(a|x) = 1,
+so by (2.4) π_{r_θ} = π_θ: the policy step (3.1b)/(3.2b) for the reward r_θ is π_θ itself.
+The paper's objects become
+
+* ℓ(r_θ, D) of (2.2) = Σ_{(x, a+, a−) ∈ D} log σ(r_θ(x, a+) − r_θ(x, a−)), minus the DPO loss
+  (sigmoid form, summed over D);
+* J*(r_θ; π_cal) of (2.7) = β E_ρ log Z_{r_θ} − E_ρ E_{π_cal}[r_θ]
+                          = −β E_{x∼ρ} E_{a∼π_cal(·|x)}[log π_θ(a|x)/π_ref(a|x)]
+  (`implicit_J_star`);
+
+so the optimistic step (3.1a)/(3.2a), max_r ℓ(r, D) + α_t J*(r; π_cal), becomes one loss on θ,
+
+    L(θ) = DPO(θ; D) + α_t β Ê_{x, a∼π_cal}[log π_θ(a|x)/π_ref(a|x)]          (`loss`),
+
+minimised by a fixed number of optax steps per round, warm-started from the previous round's
+θ (and optimiser state). π_cal is held fixed (not differentiated). The expectation Ê is exact
+(`cal_samples=None`: Σ_x ρ(x) Σ_a π_cal(a|x) ·, which with the tabular policy is the exact
+agents' objective), or estimated at the round's prompt x_t from the round's own answer drawn
+from π_cal (`cal_samples=0`, what TRL and SELM do) or from k fresh draws (`cal_samples=k`).
+
+Optionally (`clip=True`) the implicit reward is clipped to the paper's box: per prompt,
+r̄_θ = max(r_θ, max_a r_θ − r_max), whose range is ≤ r_max (the box [0, r_max]^A up to the
+shift that nothing sees), and the deployed policy is π_{r̄_θ} ∝ π_ref e^{r̄_θ/β} (`clip_to_box`);
+the identities above hold for it unchanged.
+
+**The schemes** (the answers as in `rbx.rlhf.agents`):
+
+================  ===========  ===========  ===================  ========================
+agent             a1 ~         a2 ~         π_cal                = in practice
+================  ===========  ===========  ===================  ========================
+`online_dpo`      π^(t)        π^(t)        — (α = 0)            TRL OnlineDPO, oat
+`xpo` / `selm`    π^(t)        π_ref        π_ref (sample a2)    TRL XPO, SELM
+`vpo`             π^(t)        π^(t)        fixed (k draws)      VPO
+`algorithm1`      π^(t−1)      π^(t)        π^(t) (sample a2)    Algorithm 1
+================  ===========  ===========  ===================  ========================
+
+With π_cal = π_ref and one comparison, L is TRL's XPO loss −log σ(β Δ) + α_XPO log π_θ(y_ref)
+with α_XPO = α β, up to the constant −α β log π_ref(y_ref) (so the same gradient), and it is
+SELM's `optimistic_dpo_loss` −log σ(β Δ) + α β log π_θ(y_ref)/π_ref(y_ref) exactly (SELM's
+α is this α). The agents keep the win counts `wins[x, a, b]`, the sufficient statistics of
+ℓ (DPO over the whole D^(t), as (3.2a)), so a round costs train_steps × O(|X| A²) plus the
+policy's forward pass, whatever t is.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+
+from rbx import _checks, schedules
+from rbx.core.protocol import Agent
+from rbx.rlhf import objectives, policies
+from rbx.rlhf.env import Prompt, Query
+
+OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
+
+
+class PracticalState(NamedTuple):
+  """State carried between rounds. Shapes: X prompts, A actions.
+
+  Attributes:
+    params: the policy's parameters θ (`rbx.rlhf.policies`).
+    opt_state: the optax state of the optimiser over θ.
+    wins: win counts, `wins[x, a, b]` = times a was preferred over b at prompt x, (X, A, A).
+    log_pi: log π^(t), the deployed policy, (X, A).
+    log_pi_prev: log π^(t-1), (X, A) (Algorithm 1 samples a1 from it).
+    t: the round t about to run, starting at 1; int32 scalar.
+  """
+  params: Any
+  opt_state: Any
+  wins: chex.Array
+  log_pi: chex.Array
+  log_pi_prev: chex.Array
+  t: chex.Array
+
+
+def implicit_reward(log_pi: chex.Array, log_ref: chex.Array, beta) -> chex.Array:
+  """r_θ = β (log π_θ − log π_ref), DPO's implicit reward; same shape as `log_pi`."""
+  return beta * (log_pi - log_ref)
+
+
+def implicit_J_star(log_pi: chex.Array, log_ref: chex.Array, pi_cal: chex.Array, beta):
+  """J*(r_θ; π_cal) of (2.7) for normalised π_θ: −β Σ_a π_cal(a) log π_θ(a)/π_ref(a).
+
+  Equal to `rbx.rlhf.J_star(implicit_reward(log_pi, log_ref, beta), π_ref, π_cal, β)`
+  (module docstring), with no partition function. Shapes: (..., A) -> (...).
+  """
+  return -jnp.sum(pi_cal * implicit_reward(log_pi, log_ref, beta), axis=-1)
+
+
+def clip_to_box(log_pi: chex.Array, log_ref: chex.Array, beta, r_max) -> chex.Array:
+  """log π_{r̄} with r̄ = max(r_θ, max_a r_θ − r_max) per prompt: the implicit reward's range
+  clipped to r_max (the box [0, r_max], up to a shift), renormalised by (2.4); (X, A)."""
+  r = implicit_reward(log_pi, log_ref, beta)
+  r = jnp.maximum(r, jnp.max(r, axis=-1, keepdims=True) - r_max)
+  return jax.nn.log_softmax(log_ref + r / beta, axis=-1)
+
+
+def dpo_loss(log_pi: chex.Array, log_ref: chex.Array, wins: chex.Array, beta) -> chex.Array:
+  """DPO(θ; D) = −ℓ(r_θ, D) of (2.2), summed over the comparisons D given as win counts.
+
+  Args:
+    log_pi, log_ref: log π_θ and log π_ref, (X, A).
+    wins: `wins[x, a, b]`, (X, A, A).
+  Returns:
+    scalar ≥ 0: Σ −log σ(β (log π_θ/π_ref (x, a+) − log π_θ/π_ref (x, a−))) over D.
+  """
+  r = implicit_reward(log_pi, log_ref, beta)
+  return -jnp.sum(jax.vmap(objectives.log_likelihood)(r, wins))
+
+
+def loss(log_pi: chex.Array, log_ref: chex.Array, wins: chex.Array, beta, alpha,
+         pi_cal: chex.Array, weights: chex.Array) -> chex.Array:
+  """L(θ) = DPO(θ; D) − α Σ_x w(x) J*(r_θ(x); π_cal(x))
+          = DPO(θ; D) + α β Σ_x w(x) Σ_a π_cal(a|x) log π_θ(a|x)/π_ref(a|x),
+  minus the objective (3.1a)/(3.2a) at r = r_θ (module docstring).
+
+  Args:
+    log_pi, log_ref: log π_θ and log π_ref, (X, A).
+    wins: win counts, (X, A, A).
+    beta, alpha: β and the bonus weight α_t, scalars.
+    pi_cal: π_cal per prompt, (X, A), exact or the empirical distribution of samples.
+    weights: w(x), the estimate of E_{x∼ρ}: ρ itself, or one-hot at the round's prompt, (X,).
+  Returns:
+    the scalar loss.
+  """
+  bonus = jnp.dot(weights, implicit_J_star(log_pi, log_ref, pi_cal, beta))
+  return dpo_loss(log_pi, log_ref, wins, beta) - alpha * bonus
+
+
+def online_dpo(policy: str = "tabular", optimizer: str = "adam", learning_rate=0.1,
+               train_steps: int = 20, clip: bool = False, pi_init=None) -> Agent:
+  """Online DPO (α = 0): a1, a2 ~ π^(t), `train_steps` optax steps on DPO(θ; D^(t)) per
+  round; the no-exploration control (the practical `rbx.rlhf.greedy`).
+
+  Args:
+    policy: "tabular" or "loglinear" (`rbx.rlhf.policies`).
+    optimizer: "adam" or "sgd" (optax), with `learning_rate` (traced: it can be swept).
+    train_steps: optimiser steps per round.
+    clip: clip the implicit reward to the box (`clip_to_box`).
+    pi_init: π^(1) of the tabular policy, (A,) or (X, A); default π_ref.
+  """
+  return _make("online_dpo", 0.0, "current", "current", "ref", None, policy, optimizer,
+               learning_rate, train_steps, clip, pi_init, None, None)
+
+
+def xpo(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
+        optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
+        cal_samples: int | None = 0, clip: bool = False, pi_init=None) -> Agent:
+  """XPO's loss (Xie et al. 2025; TRL's XPOTrainer): a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref.
+
+  TRL's `alpha` is α β here. `cal_samples`: 0 estimates E_{π_ref} by the round's a2 (TRL's
+  y_ref), k ≥ 1 by k fresh draws at x_t, None exactly. Other arguments as `online_dpo`.
+  """
+  return _make("xpo", alpha, "current", "ref", "ref", cal_samples, policy, optimizer,
+               learning_rate, train_steps, clip, pi_init, None, None)
+
+
+def selm(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
+         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
+         cal_samples: int | None = 0, clip: bool = False, pi_init=None) -> Agent:
+  """SELM's loss (Zhang et al. 2025, `optimistic_dpo_loss`): the same as `xpo` in this model
+  (SELM's α is this α)."""
+  return xpo(alpha, policy, optimizer, learning_rate, train_steps, cal_samples, clip,
+             pi_init)._replace(name="selm")
+
+
+def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tabular",
+        optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
+        cal_samples: int | None = 1, clip: bool = False, pi_init=None) -> Agent:
+  """VPO's loss (Cen et al. 2025): a1, a2 ~ π^(t), a fixed calibration policy π_cal.
+
+  `pi_cal` defaults to the task's (Example 1's (1 − 2p, p, p), else π_ref). Neither answer is
+  drawn from π_cal, so `cal_samples` must be k ≥ 1 fresh draws or None (exact).
+  """
+  if cal_samples == 0:
+    raise ValueError("cal_samples=0 estimates E_{π_cal} by the round's answer drawn from π_cal, "
+                     "and VPO draws none from it: use cal_samples >= 1 or None (exact)")
+  return _make("vpo", alpha, "current", "current", "fixed", cal_samples, policy, optimizer,
+               learning_rate, train_steps, clip, pi_init, None, pi_cal)
+
+
+def algorithm1(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
+               optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
+               cal_samples: int | None = 0, clip: bool = False, pi_init=None,
+               pi_prev_init=None) -> Agent:
+  """Algorithm 1's loss: a1 ~ π^(t−1), a2 ~ π^(t), π_cal = π^(t) held fixed, α_t.
+
+  `cal_samples`: 0 estimates E_{π^(t)} by the round's a2, k ≥ 1 by k fresh draws at x_t, None
+  exactly. `pi_prev_init`: π^(0), default π^(1). Other arguments as `online_dpo`.
+  """
+  return _make("algorithm1", alpha, "prev", "current", "current", cal_samples, policy,
+               optimizer, learning_rate, train_steps, clip, pi_init, pi_prev_init, None)
+
+
+def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optimizer,
+          learning_rate, train_steps, clip, pi_init, pi_prev_init, pi_cal) -> Agent:
+  schedule = alpha if callable(alpha) else schedules.constant(alpha)
+  make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
+  if policy == "loglinear" and pi_init is not None:
+    raise ValueError("pi_init is for policy='tabular'; the log-linear policy starts at π_ref")
+  pol = make_policy(pi_init) if policy == "tabular" else make_policy()
+  opt = OPTIMIZERS[_checks.choice("optimizer", optimizer, OPTIMIZERS)](learning_rate)
+  _checks.positive("learning_rate", learning_rate)
+  _checks.positive_int("train_steps", train_steps)
+  if cal_samples is not None and (isinstance(cal_samples, bool) or not isinstance(cal_samples, int)
+                                  or cal_samples < 0):
+    raise ValueError(f"cal_samples must be None or an integer >= 0, got {cal_samples!r}")
+  for field, value in (("pi_prev_init", pi_prev_init), ("pi_cal", pi_cal)):
+    if value is not None:
+      _checks.probability(field, value)
+
+  def deployed(params, task):
+    log_pi = pol.log_probs(params, task)
+    return clip_to_box(log_pi, jnp.log(task.pi_ref), task.beta, task.r_max) if clip else log_pi
+
+  def init(key, task, horizon: int) -> PracticalState:
+    del key, horizon
+    params = pol.init(task)
+    log_pi = deployed(params, task)
+    log_prev = log_pi if pi_prev_init is None else jnp.log(
+        jnp.broadcast_to(jnp.asarray(pi_prev_init, jnp.float32), task.pi_ref.shape))
+    X, A = task.pi_ref.shape
+    return PracticalState(params=params, opt_state=opt.init(params), wins=jnp.zeros((X, A, A)),
+                          log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
+
+  def act(key, state: PracticalState, obs: Prompt, task):
+    k1, k2 = jax.random.split(key)
+    logs = {"prev": state.log_pi_prev, "current": state.log_pi, "ref": jnp.log(task.pi_ref)}
+    a1 = jax.random.categorical(k1, logs[source1][obs.x])
+    a2 = jax.random.categorical(k2, logs[source2][obs.x])
+    return state, Query(a1, a2, state.log_pi)
+
+  def calibration_estimate(key, state, obs, query, task):
+    """(π̂_cal, w): the estimate of E_{x∼ρ} E_{a∼π_cal} as per-prompt weights (X, A), (X,)."""
+    X, A = task.pi_ref.shape
+    log_cal = {"current": state.log_pi, "ref": jnp.log(task.pi_ref),
+               "fixed": jnp.log(task.pi_cal if pi_cal is None else jnp.broadcast_to(
+                   jnp.asarray(pi_cal, jnp.float32), (X, A)))}[calibration]
+    if cal_samples is None:
+      return jnp.exp(log_cal), task.rho
+    if cal_samples == 0:
+      draws = query.a2[None]                       # the round's answer drawn from π_cal
+    else:
+      draws = jax.random.categorical(jax.random.fold_in(key, 1), log_cal[obs.x],  # not act's keys
+                                     shape=(cal_samples,))
+    row = jnp.mean(jax.nn.one_hot(draws, A), axis=0)
+    onehot = jax.nn.one_hot(obs.x, X)
+    return onehot[:, None] * row[None], onehot
+
+  def update(key, state: PracticalState, obs: Prompt, query: Query, a1_wins, task):
+    winner = jnp.where(a1_wins, query.a1, query.a2)
+    loser = jnp.where(a1_wins, query.a2, query.a1)
+    wins = state.wins.at[obs.x, winner, loser].add(1.0)
+    log_ref = jnp.log(task.pi_ref)
+    alpha_t = schedule(state.t)
+    cal, weights = calibration_estimate(key, state, obs, query, task)
+
+    def objective(params):
+      return loss(deployed(params, task), log_ref, wins, task.beta, alpha_t, cal, weights)
+
+    def step(carry, _):
+      params, opt_state = carry
+      grads = jax.grad(objective)(params)
+      updates, opt_state = opt.update(grads, opt_state, params)
+      return (optax.apply_updates(params, updates), opt_state), None
+
+    (params, opt_state), _ = jax.lax.scan(step, (state.params, state.opt_state), None,
+                                          length=train_steps)
+    return PracticalState(params=params, opt_state=opt_state, wins=wins,
+                          log_pi=deployed(params, task), log_pi_prev=state.log_pi, t=state.t + 1)
+
+  return Agent(name, init, act, update)

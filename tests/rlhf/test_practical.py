@@ -1,0 +1,245 @@
+"""The practical (DPO-form) agents: the loss form's identities, its gradients, TRL's XPO loss,
+the tabular policy against the exact-solver agents, the contextual environments, bad input."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rbx import rlhf
+from rbx.rlhf import contextual, policies, practical
+from rbx.rlhf.env import Prompt, Query
+
+
+def _random_policies(key, X, A, n=3):
+  """n random log-policies (X, A), normalised."""
+  return [jax.nn.log_softmax(2.0 * jax.random.normal(k, (X, A)), -1)
+          for k in jax.random.split(key, n)]
+
+
+def test_J_star_identity_of_the_implicit_reward():
+  # J*(r_θ; π_cal) = −β E_{π_cal} log π_θ/π_ref for normalised π_θ, also after clipping.
+  log_pi, log_ref, log_cal = _random_policies(jax.random.key(0), 6, 4)
+  wins = jax.random.poisson(jax.random.key(1), 1.0, (6, 4, 4)).astype(jnp.float32)
+  beta, r_max, alpha, w = 0.3, 1.0, 0.7, jax.nn.softmax(jnp.arange(6.0))
+  j_star = jax.vmap(rlhf.J_star, (0, 0, 0, None))
+
+  @jax.jit
+  def sides():
+    clipped = practical.clip_to_box(log_pi, log_ref, beta, r_max)
+    out = []
+    for lp in (log_pi, clipped):
+      r = practical.implicit_reward(lp, log_ref, beta)
+      out.append((practical.implicit_J_star(lp, log_ref, jnp.exp(log_cal), beta),
+                  j_star(r, jnp.exp(log_ref), jnp.exp(log_cal), beta)))
+    # The loss is −(ℓ + α Σ_x w(x) J*) at r = r_θ, ℓ by rbx.rlhf.log_likelihood.
+    r = practical.implicit_reward(log_pi, log_ref, beta)
+    objective = (jnp.sum(jax.vmap(rlhf.log_likelihood)(r, wins))
+                 + alpha * jnp.dot(w, j_star(r, jnp.exp(log_ref), jnp.exp(log_cal), beta)))
+    loss = practical.loss(log_pi, log_ref, wins, beta, alpha, jnp.exp(log_cal), w)
+    return out, (loss, -objective), practical.implicit_reward(clipped, log_ref, beta)
+  pairs, (loss, objective), clipped_r = sides()
+  for ours, exact in pairs:
+    np.testing.assert_allclose(ours, exact, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(loss, objective, rtol=1e-5)
+  assert np.all(np.ptp(np.asarray(clipped_r), axis=-1) <= r_max + 1e-5)
+
+
+def test_xpo_loss_is_trls_on_a_hand_computed_case():
+  # One comparison: y_model = a0 ~ π_θ against y_ref = a1 ~ π_ref; the judge prefers y_ref.
+  # π_θ = (0.5, 0.3, 0.2), π_ref = (0.2, 0.4, 0.4), β = 0.5, TRL's α = 0.1. By hand (TRL
+  # XPOTrainer, loss_type "sigmoid"): logits = log(.3/.4) − log(.5/.2) = −1.203973;
+  # dpo = −log σ(β · logits) = log(1 + e^0.601986) = log 2.825742 = 1.038771; xpo =
+  # α log π_θ(y_ref) = 0.1 · log 0.3 = −0.120397; TRL's loss 0.918374.
+  beta, alpha_trl = 0.5, 0.1
+  logits = math.log(.3 / .4) - math.log(.5 / .2)
+  trl = math.log(1 + math.exp(-beta * logits)) + alpha_trl * math.log(.3)
+  assert abs(trl - 0.918374) < 1e-6
+  log_pi, log_ref = jnp.log(jnp.array([[.5, .3, .2]])), jnp.log(jnp.array([[.2, .4, .4]]))
+  wins = jnp.zeros((1, 3, 3)).at[0, 1, 0].set(1.0)          # a1 (y_ref) ≻ a0 (y_model)
+  cal, w = jnp.array([[0.0, 1.0, 0.0]]), jnp.ones(1)        # the round's y_ref, at its prompt
+  ours = practical.loss(log_pi, log_ref, wins, beta, alpha_trl / beta, cal, w)
+  # α_XPO = α β, and the loss differs from TRL's by the constant −α_XPO log π_ref(y_ref).
+  np.testing.assert_allclose(ours, trl - alpha_trl * math.log(.4), rtol=1e-6)
+
+  # The agent's round with one SGD step moves θ along TRL's gradient.
+  def trl_loss(theta):
+    lp = jax.nn.log_softmax(theta)
+    logits = (lp[1] - log_ref[0, 1]) - (lp[0] - log_ref[0, 0])
+    return -jax.nn.log_sigmoid(beta * logits) + alpha_trl * lp[1]
+  env = rlhf.make_env([1.0, 0.0, 0.0], [.2, .4, .4], beta, 3.0)
+  agent = practical.xpo(alpha_trl / beta, optimizer="sgd", learning_rate=0.1, train_steps=1,
+                        pi_init=[.5, .3, .2])
+  state = agent.init(jax.random.key(0), env.spec, 10)
+  query = Query(jnp.int32(0), jnp.int32(1), state.log_pi)
+  new = agent.update(jax.random.key(0), state, Prompt(jnp.int32(0)), query, False, env.spec)
+  expected = state.params[0] - 0.1 * jax.grad(trl_loss)(state.params[0])
+  np.testing.assert_allclose(new.params[0], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["tabular", "loglinear"])
+@pytest.mark.parametrize("clip", [False, True])
+def test_loss_gradients_match_finite_differences(policy, clip):
+  with jax.enable_x64(True):
+    env = contextual.random_contextual(jax.random.key(2), 3, 4, 2, 0.5, 1.5, deviation=0.5)
+    task = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), env.spec)
+    pol = policies.POLICIES[policy]()
+    params = pol.init(task) + 0.3 * jax.random.normal(jax.random.key(3), pol.init(task).shape,
+                                                      jnp.float64)
+    wins = jax.random.poisson(jax.random.key(4), 1.5, (3, 4, 4)).astype(jnp.float64)
+    log_ref = jnp.log(task.pi_ref)
+    cal_now = jnp.exp(pol.log_probs(params, task))          # π^(t): a constant, not differentiated
+    onehot = jax.nn.one_hot(1, 3, dtype=jnp.float64)
+    # (α, π_cal, w) of online DPO, XPO (sampled y_ref), VPO (exact), Algorithm 1 (π^(t)).
+    cases = [(0.0, task.pi_ref, task.rho),
+             (2.0, onehot[:, None] * jax.nn.one_hot(2, 4, dtype=jnp.float64), onehot),
+             (1.0, task.pi_cal, task.rho), (3.0, cal_now, task.rho)]
+    def f(p, alpha, cal, w):
+      lp = pol.log_probs(p, task)
+      lp = practical.clip_to_box(lp, log_ref, task.beta, task.r_max) if clip else lp
+      return practical.loss(lp, log_ref, wins, task.beta, alpha, cal, w)
+    eps = 1e-6
+    basis = eps * jnp.eye(params.size, dtype=jnp.float64).reshape(-1, *params.shape)
+
+    @jax.jit
+    def both(alpha, cal, w):
+      g = jax.grad(f)(params, alpha, cal, w)
+      at = jax.vmap(f, (0, None, None, None))
+      fd = (at(params + basis, alpha, cal, w) - at(params - basis, alpha, cal, w)) / (2 * eps)
+      return g.ravel(), fd
+    for alpha, cal, w in cases:
+      g, fd = both(alpha, cal, w)
+      np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def prefilled():
+  """Two prompts, three answers, every pair compared 2-7 times, a wide box (r_max = 20), a
+  calibration policy and π^(1) away from π_ref: the task, the data, π^(1)."""
+  rng = np.random.default_rng(0)
+  X, A = 2, 3
+  env = rlhf.make_env(rng.uniform(0, 2, (X, A)), rng.dirichlet(3 * np.ones(A), X), 0.5, 20.0,
+                      rho=[0.3, 0.7], pi_cal=rng.dirichlet(3 * np.ones(A), X))
+  wins = jnp.asarray(rng.integers(2, 8, (X, A, A)) * (1 - np.eye(A)), jnp.float32)
+  return env.spec, wins, rng.dirichlet(3 * np.ones(A), X)
+
+
+def test_tabular_policy_matches_the_exact_solver_agents_where_the_box_is_inactive(prefilled):
+  task, wins, pi1 = prefilled
+  key, obs = jax.random.key(1), Prompt(jnp.int32(1))
+  alpha = 3.0
+  # The exact schemes' one round differs only in π_cal and α: one program, vmapped over them
+  # (Algorithm 1: π^(t) = π^(1); VPO: the task's π_cal; XPO: π_ref; greedy: α = 0).
+  exact_state = rlhf.vpo(alpha, pi_init=pi1).init(key, task, 10)._replace(wins=wins)
+  query = Query(jnp.int32(0), jnp.int32(2), exact_state.log_pi)
+  cals = jnp.stack([jnp.asarray(pi1, jnp.float32), task.pi_cal, task.pi_ref, task.pi_ref])
+  alphas = jnp.array([alpha, alpha, alpha, 0.0])
+  exact = jax.jit(jax.vmap(lambda a, c: rlhf.vpo(a, pi_cal=c).update(
+      key, exact_state, obs, query, True, task)))(alphas, cals)
+  # The exact agents re-solve only the round's prompt where nothing else changed (the data
+  # of the others was set after `init` here), so its row is compared. F is shift-invariant:
+  # the box is inactive where r's range is below r_max.
+  x = int(obs.x)
+  assert np.all(np.ptp(exact.r[:, x], axis=-1) < task.r_max - 0.01), "the box is active"
+  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1)
+  agents = [practical.algorithm1(alpha, cal_samples=None, **fit),
+            practical.vpo(alpha, cal_samples=None, **fit),
+            practical.xpo(alpha, cal_samples=None, **fit), practical.online_dpo(**fit)]
+  for i, agent in enumerate(agents):
+    state = agent.init(key, task, 10)._replace(wins=wins)
+    new = jax.jit(agent.update)(key, state, obs, query, True, task)
+    np.testing.assert_allclose(np.exp(new.log_pi[x]), np.exp(exact.log_pi[i, x]), atol=1e-3,
+                               err_msg=agent.name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["algorithm1", "vpo", "xpo", "greedy"])
+def test_each_exact_agent_matches_its_practical_scheme(prefilled, scheme):
+  # The same as above with each scheme's own exact agent (one solver compile each), at the
+  # round's prompt 0.
+  task, wins, pi1 = prefilled
+  key, obs = jax.random.key(1), Prompt(jnp.int32(0))
+  exact_agent = rlhf.greedy(pi_init=pi1) if scheme == "greedy" else rlhf.get(scheme, alpha=2.0,
+                                                                             pi_init=pi1)
+  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1)
+  prac = (practical.online_dpo(**fit) if scheme == "greedy" else
+          getattr(practical, scheme)(2.0, cal_samples=None, **fit))
+  s_exact = exact_agent.init(key, task, 10)._replace(wins=wins)
+  query = Query(jnp.int32(1), jnp.int32(2), s_exact.log_pi)
+  exact = jax.jit(exact_agent.update)(key, s_exact, obs, query, False, task)
+  assert np.all(np.ptp(exact.r[0]) < task.r_max - 0.01)
+  ours = jax.jit(prac.update)(key, prac.init(key, task, 10)._replace(wins=wins), obs, query,
+                              False, task)
+  np.testing.assert_allclose(np.exp(ours.log_pi[0]), np.exp(exact.log_pi[0]), atol=1e-3)
+
+
+def test_contextual_environment_is_realisable_by_the_loglinear_policy():
+  env = rlhf.random_contextual(jax.random.key(5), 7, 4, 3, 0.5, 2.0, deviation=1.5)
+  assert env.spec.features.shape == (7, 4, 3) and env.dim == 3
+
+  @jax.jit
+  def check(env):
+    # r* = θ*ᵀφ + c, and π* is the log-linear policy at θ*: zero regret.
+    offset = env.base.r_star - env.features @ env.theta_star
+    log_pi = policies.loglinear().log_probs(env.theta_star, env.spec)
+    star = jax.vmap(rlhf.log_optimal_policy, (0, 0, None))(env.base.r_star, env.base.pi_ref,
+                                                           env.beta)
+    _, regret = env.feedback(jax.random.key(0), (), Prompt(jnp.int32(0)),
+                             Query(jnp.int32(0), jnp.int32(1), log_pi))
+    return env.base.r_star, offset, log_pi - star, regret
+  r_star, offset, gap, regret = check(env)
+  np.testing.assert_allclose([r_star.min(), r_star.max()], [0.0, 2.0], atol=1e-5)
+  np.testing.assert_allclose(offset, np.full(offset.shape, offset[0, 0]), atol=1e-5)
+  np.testing.assert_allclose(gap, 0.0, atol=1e-5)
+  assert abs(float(regret)) < 1e-5
+
+
+@pytest.mark.slow
+def test_practical_agents_sweep_by_name_on_a_contextual_environment():
+  # A registry name, a traced learning-rate grid (one program), the log-linear policy.
+  env = rlhf.FAMILY.envs["contextual"].make(num_prompts=5, num_actions=3, dim=2)
+  res = rlhf.sweep(lambda learning_rate: (env, rlhf.get(
+      "practical_selm", alpha=1.0, policy="loglinear", learning_rate=learning_rate,
+      train_steps=3)), {"learning_rate": [0.05, 0.2]}, seeds=3, steps=6)
+  assert res.regret.shape == (2, 3, 6) and np.isfinite(res.regret).all()
+  assert not np.allclose(res.regret[0], res.regret[1])
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), np.ones(2), 0.0, 1.0), "beta"),
+    (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), np.ones(2), -1.0, 1.0), "beta"),
+    (lambda: rlhf.make_contextual(np.ones((2, 3)), np.ones(2), 0.5, 1.0), "features"),
+    (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), np.ones(3), 0.5, 1.0), "theta_star"),
+    (lambda: rlhf.make_contextual(np.ones((0, 3, 2)), np.ones(2), 0.5, 1.0), "features"),
+    (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), [1.0, np.nan], 0.5, 1.0), "theta_star"),
+    (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), [1.0, np.inf], 0.5, 1.0), "theta_star"),
+    (lambda: rlhf.random_contextual(jax.random.key(0), 0, 3, 2, 0.5, 1.0), "num_prompts"),
+    (lambda: rlhf.random_contextual(jax.random.key(0), 4, 3, 2, 0.0, 1.0), "beta"),
+    (lambda: practical.xpo(learning_rate=0.0), "learning_rate"),
+    (lambda: practical.xpo(train_steps=0), "train_steps"),
+    (lambda: practical.xpo(optimizer="adamx"), "optimizer"),
+    (lambda: practical.xpo(policy="linear"), "policy"),
+    (lambda: practical.xpo(cal_samples=-1), "cal_samples"),
+    (lambda: practical.vpo(cal_samples=0), "cal_samples"),
+    (lambda: practical.xpo(policy="loglinear", pi_init=[.5, .5]), "pi_init"),
+    (lambda: practical.algorithm1(alpha=-1.0), "alpha"),
+    (lambda: practical.online_dpo(policy="loglinear").init(None, rlhf.example1().spec, 5),
+     "features"),
+])
+def test_bad_input_is_a_value_error_naming_the_field(call, field):
+  with pytest.raises(ValueError, match=field):
+    call()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["example1", "example2"])
+def test_practical_vpo_and_xpo_losses_fail_as_propositions_1_and_2_say(example):
+  # The events of Propositions 1-2 for the practical losses (tabular policy, no box).
+  env, agent, thr, bound, horizon = {
+      "example1": (rlhf.example1(0.0, 0.5, 3.0), practical.vpo, 0.5, 4 / (9 * np.e), 201),
+      "example2": (rlhf.example2(200.0, 1.0, 6.0), practical.xpo, 0.01, 1 / 64, 200)}[example]
+  res = rlhf.sweep(lambda alpha: (env, agent(alpha)), {"alpha": [0.1, 10.0]}, seeds=128,
+                   steps=horizon)
+  stuck = (res.regret[..., 1:] >= thr).all(axis=-1).mean(axis=-1)
+  assert np.all(stuck >= bound), stuck
