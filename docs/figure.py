@@ -24,7 +24,8 @@ def main(argv=None) -> None:
                    grid={"agent": ["algorithm1", "xpo"]}, seeds=args.seeds, steps=args.steps,
                    record="log", log_points=100)
   paths = plots.cumulative(res, args.out.with_suffix(""))
-  print(*paths)
+  args.out.with_suffix(".svg").unlink(missing_ok=True)     # the README shows the PNG
+  print(args.out)
 
 
 if __name__ == "__main__":
