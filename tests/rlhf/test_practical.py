@@ -81,8 +81,8 @@ def test_xpo_loss_is_trls_on_a_hand_computed_case():
 @pytest.mark.parametrize("policy", ["tabular", "loglinear"])
 @pytest.mark.parametrize("clip", [False, True])
 def test_loss_gradients_match_finite_differences(policy, clip):
+  env = contextual.random_contextual(jax.random.key(2), 3, 4, 2, 0.5, 1.5, deviation=0.5)
   with jax.enable_x64(True):
-    env = contextual.random_contextual(jax.random.key(2), 3, 4, 2, 0.5, 1.5, deviation=0.5)
     task = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), env.spec)
     pol = policies.POLICIES[policy]()
     params = pol.init(task) + 0.3 * jax.random.normal(jax.random.key(3), pol.init(task).shape,
