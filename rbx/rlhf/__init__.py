@@ -7,7 +7,7 @@ and `contextual` the environments with many prompts and features.
 """
 from rbx.core.sweep import simulate, sweep
 from rbx.rlhf import analysis, assumptions, contextual, policies, practical, registry
-from rbx.rlhf.agents import AgentState, algorithm1, greedy, selm, vpo, xpo
+from rbx.rlhf.agents import AgentState, algorithm1, greedy, modified, selm, vpo, xpo
 from rbx.rlhf.contextual import (ContextualPreferenceEnv, ContextualTask, make_contextual,
                                  random_contextual)
 from rbx.rlhf.env import (PreferenceEnv, Prompt, Query, Task, example1, example2, make_env,
@@ -20,7 +20,7 @@ __all__ = [
     "analysis", "assumptions", "registry", "FAMILY", "get",
     "contextual", "policies", "practical", "ContextualPreferenceEnv", "ContextualTask",
     "make_contextual", "random_contextual",
-    "AgentState", "algorithm1", "greedy", "selm", "vpo", "xpo",
+    "AgentState", "algorithm1", "greedy", "modified", "selm", "vpo", "xpo",
     "PreferenceEnv", "Prompt", "Query", "Task", "example1", "example2", "make_env", "preference",
     "random_instance", "J", "J_star", "kl", "log_likelihood", "log_optimal_policy",
     "optimal_policy", "regret", "simulate", "sweep", "SolverConfig", "objective",

@@ -12,6 +12,7 @@ agent          a1 ~                 a2 ~                 π_cal           α
 =============  ===================  ===================  ==============  ============
 `algorithm1`   π^(t-1)              π^(t)                π^(t)           schedule α_t
 `vpo`          π^(t)                π^(t)                fixed (arg)     constant
+`modified`     π^(t)                π_cal                fixed (arg)     constant
 `xpo`/`selm`   π^(t)                π_ref                π_ref           constant
 `greedy`       π^(t)                π^(t)                —               0
 =============  ===================  ===================  ==============  ============
@@ -80,6 +81,17 @@ def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
   return _make("vpo", alpha, "current", "current", "fixed", pi_init, None, pi_cal, solver)
 
 
+def modified(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
+             solver: SolverConfig = SolverConfig()) -> Agent:
+  """Section 3.2's modified scheme with a general fixed calibration policy: a1 ~ π^(t),
+  a2 ~ π_cal, reward update (3.1a) with that π_cal, policy (3.1b); XPO is π_cal = π_ref.
+
+  `pi_cal` defaults to the environment's `pi_cal` (Example 1's (1 − 2p, p, p), else π_ref).
+  Proposition 2 shows it fails on Example 2 when π_cal = π_ref is far from π_HF.
+  """
+  return _make("modified", alpha, "current", "cal", "fixed", pi_init, None, pi_cal, solver)
+
+
 def xpo(alpha: schedules.Schedule | float = 1.0, pi_init=None,
         solver: SolverConfig = SolverConfig()) -> Agent:
   """XPO (Xie et al. 2025) in this model: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref (section 3.2)."""
@@ -122,11 +134,16 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
     return AgentState(wins=jnp.zeros((X, A, A)), r=jnp.full((X, A), 0.5) * task.r_max,
                       log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
 
+  def fixed_cal(task: Task):
+    return task.pi_cal if pi_cal is None else jnp.broadcast_to(
+        jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
+
   def act(key, state: AgentState, obs: Prompt, task: Task):
     k1, k2 = jax.random.split(key)
-    logs = {"prev": state.log_pi_prev, "current": state.log_pi, "ref": jnp.log(task.pi_ref)}
-    a1 = jax.random.categorical(k1, logs[source1][obs.x])
-    a2 = jax.random.categorical(k2, logs[source2][obs.x])
+    logs = {"prev": lambda: state.log_pi_prev, "current": lambda: state.log_pi,
+            "ref": lambda: jnp.log(task.pi_ref), "cal": lambda: jnp.log(fixed_cal(task))}
+    a1 = jax.random.categorical(k1, logs[source1]()[obs.x])
+    a2 = jax.random.categorical(k2, logs[source2]()[obs.x])
     return state, Query(a1, a2, state.log_pi)
 
   def update(key, state: AgentState, obs: Prompt, query: Query, a1_wins, task: Task):
@@ -138,8 +155,7 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
     if calibration == "current":
       cal = jnp.exp(state.log_pi)
     elif calibration == "fixed":
-      cal = task.pi_cal if pi_cal is None else jnp.broadcast_to(
-          jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
+      cal = fixed_cal(task)
     else:
       cal = task.pi_ref
     alpha_x = schedule(state.t) * task.rho

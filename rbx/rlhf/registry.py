@@ -104,6 +104,8 @@ FAMILY.env("contextual", _contextual, {
 FAMILY.agent("algorithm1", agents.algorithm1,
              {**SCHEDULE_PARAMS, "pi_init": POLICY, "pi_prev_init": POLICY, **SOLVER})
 FAMILY.agent("vpo", agents.vpo, {**SCHEDULE_PARAMS, "pi_cal": POLICY, "pi_init": POLICY, **SOLVER})
+FAMILY.agent("modified", agents.modified,
+             {**SCHEDULE_PARAMS, "pi_cal": POLICY, "pi_init": POLICY, **SOLVER})
 FAMILY.agent("xpo", agents.xpo, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
 FAMILY.agent("selm", agents.selm, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
 FAMILY.agent("greedy", agents.greedy, {"pi_init": POLICY, **SOLVER})

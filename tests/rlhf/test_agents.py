@@ -67,6 +67,24 @@ def test_xpo_draws_a2_from_pi_ref_and_vpo_from_pi_t():
   np.testing.assert_allclose(np.mean(np.asarray(info.action.a2) == 0), 1 - 2 / 50, atol=0.05)
 
 
+def test_the_modified_scheme_is_xpo_at_pi_ref_and_draws_a2_from_its_pi_cal():
+  # Section 3.2: a1 ~ π^(t), a2 ~ π_cal; XPO is the case π_cal = π_ref (same draws, same
+  # solves, so the same trajectory). With another π_cal, a2 follows that π_cal.
+  env = rlhf.example2(kappa=50.0)
+  tiny = rlhf.SolverConfig(iterations=3, starts=4, keep=4, prune_after=1)
+  xpo = rlhf.simulate(env, rlhf.xpo(1.0, solver=tiny), jax.random.key(1), 40)
+  mod = rlhf.simulate(env, rlhf.modified(1.0, pi_cal=env.pi_ref, solver=tiny),
+                      jax.random.key(1), 40)
+  np.testing.assert_array_equal(mod.action.a1, xpo.action.a1)
+  np.testing.assert_array_equal(mod.action.a2, xpo.action.a2)
+  np.testing.assert_allclose(mod.regret, xpo.regret, rtol=1e-6)
+  cal = np.array([0.1, 0.1, 0.8], np.float32)
+  other = rlhf.simulate(env, rlhf.get("modified", alpha=1.0, pi_cal=cal.tolist(), solver=tiny),
+                        jax.random.key(2), 200)
+  np.testing.assert_allclose(np.bincount(np.asarray(other.action.a2).ravel(), minlength=3) / 200,
+                             cal, atol=0.07)
+
+
 @pytest.mark.slow
 def test_one_seed_alone_equals_the_same_seed_in_a_batch():
   # Same trajectory (prompts, answers, outcomes) alone and batched; the regret values agree
