@@ -211,6 +211,36 @@ def scaling_slope(t: np.ndarray, mean_regret: np.ndarray, t_min: float | None = 
   return float(np.polyfit(np.log(t[keep]), np.log(mean_regret[keep]), 1)[0])
 
 
+def scaling_slope_ci(t: np.ndarray, cumulative: np.ndarray, t_min: float | None = None,
+                     boots: int = 1000, seed: int = 0, level: float = 0.95):
+  """`scaling_slope` of the seeds' mean R(t), with a percentile bootstrap interval over seeds.
+
+  Args:
+    t: the steps, shape (T,).
+    cumulative: R(t) per seed, shape (..., seeds, T).
+    t_min: fit over t ≥ t_min (default √T); boots, seed: the bootstrap's draws and seed.
+  Returns:
+    (slope, low, high), each of shape (...): the slope of the mean over all seeds and the
+    `level` interval of the slopes of `boots` resamples of the seeds (NaN where R ≤ 0).
+  """
+  t = np.asarray(t, np.float64)
+  cum = np.asarray(cumulative, np.float64)
+  keep = t >= (np.sqrt(t.max()) if t_min is None else t_min)
+  x = np.log(t[keep])
+  x = x - x.mean()
+  y = cum[..., keep]                                                     # (..., S, K)
+  S = y.shape[-2]
+  counts = np.random.default_rng(seed).multinomial(S, np.full(S, 1.0 / S), size=boots)
+  means = np.concatenate([y.mean(axis=-2, keepdims=True),
+                          np.einsum("bs,...sk->...bk", counts / S, y)], axis=-2)
+  with np.errstate(divide="ignore", invalid="ignore"):
+    logs = np.where(means > 0, np.log(np.where(means > 0, means, 1.0)), np.nan)
+  slopes = (logs * x).sum(axis=-1) / (x * x).sum()                      # (..., 1 + boots)
+  tail = 100 * (1 - level) / 2
+  low, high = np.percentile(slopes[..., 1:], [tail, 100 - tail], axis=-1)
+  return slopes[..., 0], low, high
+
+
 def write_json(path: Path, obj) -> None:
   """JSON written atomically (temporary file, then rename)."""
   tmp = path.with_name(path.name + ".tmp")

@@ -267,3 +267,24 @@ def test_plot_and_report_of_a_read_only_run_directory_write_to_out(tmp_path, mon
     assert sorted(p.name for p in run.iterdir()) == ["config.toml", "results.json", "results.npz"]
   finally:
     run.chmod(0o755)
+
+
+def test_the_bootstrap_slope_interval_covers_a_power_law_and_narrows_with_seeds():
+  t = np.arange(1, 10_001, dtype=np.float64)
+  rng = np.random.default_rng(0)
+  # every seed grows as t^0.6 with its own constant: the mean is exactly a t^0.6 curve
+  same = rng.lognormal(size=(32, 1)) * t ** 0.6
+  slope, lo, hi = results_lib.scaling_slope_ci(t, same)
+  assert slope == pytest.approx(0.6, abs=1e-9) and lo == pytest.approx(0.6) and hi == pytest.approx(0.6)
+  assert slope == pytest.approx(results_lib.scaling_slope(t, same.mean(axis=0)))
+
+  # seeds with their own exponents (0.3 or 0.9): the interval has width, holds the point, and
+  # shrinks as seeds are added; leading axes are kept
+  def mixed(n):
+    k = rng.choice([0.3, 0.9], size=(2, n, 1))
+    return rng.lognormal(size=(2, n, 1)) * t ** k
+  few, many = (results_lib.scaling_slope_ci(t, mixed(n)) for n in (16, 256))
+  for slopes, lows, highs in (few, many):
+    assert slopes.shape == (2,) and np.all(lows < slopes) and np.all(slopes < highs)
+  assert np.all(many[2] - many[1] < few[2] - few[1])
+  assert np.all(0.3 < many[1]) and np.all(many[2] < 0.9)
