@@ -52,6 +52,7 @@ jax.config.update("jax_num_cpu_devices", 1)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import table1  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import rbx  # noqa: E402
@@ -72,6 +73,7 @@ class Scale:
   prop_seeds: int                 # seeds of the Proposition 1-2 runs
   prop_alphas: tuple[float, ...]  # constant α of the failing schemes
   prop1: tuple[float, float]      # Example 1's (β, r_max); horizon e^(r_max/β)/2
+  prop1_p: tuple[float, ...]      # Example 1's p (π_cal = (1 − 2p, p, p))
   prop2: tuple[float, float, float]   # Example 2's (κ, β, r_max); horizon min(κ, e^r_max / 2)
   compare_seeds: int              # Algorithm 1 vs VPO vs XPO on the demo's examples
   compare_steps: int
@@ -85,6 +87,8 @@ class Scale:
   timing_history: tuple[int, ...]
   timing_steps: int
   practical_seeds: int = 1000     # the practical agents on Examples 1-2 (and the exact ones)
+  practical_prop1: tuple[float, float] = (0.5, 3.0)           # their Example 1 (β, r_max)
+  practical_prop2: tuple[float, float, float] = (200.0, 1.0, 6.0)   # Example 2 (κ, β, r_max)
   contextual: tuple[int, int, int] = (100, 10, 16)   # (|X|, A, d) of the contextual runs
   contextual_seeds: int = 16       # the exact Algorithm 1 re-solves all |X| prompts each step
   contextual_steps: int = 50
@@ -103,10 +107,10 @@ class Figures(NamedTuple):
 
 
 QUICK = Scale(
-    name="quick", prop_seeds=256, prop_alphas=(0.1, 1.0, 10.0), prop1=(0.5, 3.0),
-    prop2=(200.0, 1.0, 6.0), compare_seeds=64, compare_steps=500, random_instances=3,
-    random_seeds=32, random_steps=300, betas=(0.05, 0.2, 0.5, 1.0), exponent_seeds=32,
-    exponent_steps=2000,
+    name="quick", prop_seeds=256, prop_alphas=(0.1, 1.0, 10.0), prop1=(0.5, 4.0),
+    prop1_p=(0.0, 0.2), prop2=(1000.0, 1.0, 8.0), compare_seeds=64, compare_steps=500, random_instances=3,
+    random_seeds=32, random_steps=300, betas=(0.2, 1.0), exponent_seeds=16,
+    exponent_steps=100_000,
     table_argv=("--steps", "1000", "--seeds", "3", "--datasets", "magic", "mushroom", "shuttle",
                 "--width", "32", "--train-steps", "10", "--eta", "0.01", "--batch-size", "32",
                 "--likelihoods", "--alpha-exponents", "0", "0.25", "0.5", "1", "2",
@@ -114,10 +118,11 @@ QUICK = Scale(
     timing_history=(100,), timing_steps=1)
 
 FULL = Scale(
-    name="full", prop_seeds=2048, prop_alphas=(0.1, 1.0, 10.0, 100.0), prop1=(0.5, 4.0),
-    prop2=(500.0, 0.1, 7.0), compare_seeds=1024, compare_steps=2000, random_instances=16,
+    name="full", prop_seeds=2048, prop_alphas=(0.1, 1.0, 10.0, 100.0), prop1=(0.5, 5.0),
+    prop1_p=(0.0, 0.1, 0.2), prop2=(5000.0, 1.0, 10.0), practical_prop1=(0.5, 4.0),
+    practical_prop2=(500.0, 0.1, 7.0), compare_seeds=1024, compare_steps=2000, random_instances=16,
     random_seeds=256, random_steps=2000, betas=(0.05, 0.1, 0.2, 0.5, 1.0), exponent_seeds=256,
-    exponent_steps=50000,
+    exponent_steps=1_000_000,
     table_argv=("--likelihoods", "--alpha-exponents", "0", "0.25", "0.5", "1", "2"),
     timing_history=(100, 2000), timing_steps=2, practical_seeds=1000, contextual_seeds=1000,
     contextual_steps=200)
@@ -128,49 +133,89 @@ FULL = Scale(
 
 
 def propositions(scale: Scale, figdir: Figures) -> tuple[str, str]:
-  """Propositions 1 and 2: the fraction of seeds stuck for the whole horizon, per α."""
+  """Propositions 1-2 beside their control: the failing scheme and Algorithm 1 at the same
+  constant α, on the same events and seeds, to the propositions' horizons — the fraction stuck,
+  the first-escape times and the growth of R(t)."""
   beta1, r_max1 = scale.prop1
   kappa, beta2, r_max2 = scale.prop2
-  cases = [
-      ("Proposition 1", "VPO on Example 1 (p = 0, π_cal = 1_{a0})", 0.5, PROP1_BOUND, "4/(9e)",
-       int(np.exp(r_max1 / beta1) / 2), f"β = {beta1:g}, r_max = {r_max1:g}",
-       lambda alpha: (rlhf.example1(0.0, beta1, r_max1), rlhf.vpo(alpha))),
-      ("Proposition 2", "XPO on Example 2", 0.01, PROP2_BOUND, "1/64",
-       int(min(kappa, np.exp(r_max2) / 2)), f"κ = {kappa:g}, β = {beta2:g}, r_max = {r_max2:g}",
-       lambda alpha: (rlhf.example2(kappa, beta2, r_max2), rlhf.xpo(alpha))),
-  ]
-  lines = ["## Propositions 1 and 2: VPO and XPO stay suboptimal", "",
-           "The fraction of seeds whose policy π^(t) stays at least the threshold suboptimal "
-           "(J(π*, r*) − J(π^(t), r*)) for *every* 1 < t ≤ horizon, per constant α, with a 95% "
-           "Wilson interval. The propositions bound it from below for any α > 0.", "",
-           "| claim | scheme | setting | horizon | α | seeds | fraction stuck | bound |",
-           "|---|---|---|---:|---:|---:|---:|---:|"]
-  fig = Figure(figsize=(10, 4))
-  axes = fig.subplots(1, 2)
-  holds, lowest = 0, []
-  for ax, (claim, what, thr, bound, bound_text, horizon, setting, build) in zip(axes, cases):
-    res = rlhf.sweep(build, {"alpha": list(scale.prop_alphas)}, seeds=scale.prop_seeds,
-                     steps=horizon)
-    above = res.regret[..., 1:] >= thr                            # (alpha, seed, t = 2..horizon)
-    stuck_through = np.cumprod(above, axis=-1).mean(axis=-2)      # (alpha, t)
-    lowest.append(f"{claim} lowest {stuck_through[:, -1].min():.3f} vs {bound:.4f}")
-    for i, alpha in enumerate(scale.prop_alphas):
-      frac = stuck_through[i, -1]
-      lo, hi = _wilson(frac, scale.prop_seeds)
-      holds += int(frac >= bound)
-      lines.append(f"| {claim} | {what} | {setting} | {horizon} | {alpha:g} | {scale.prop_seeds}"
-                   f" | **{frac:.3f}** [{lo:.3f}, {hi:.3f}] | {bound_text} = {bound:.4f} |")
-      ax.plot(np.arange(2, horizon + 1), stuck_through[i], label=f"α = {alpha:g}")
-    ax.axhline(bound, color="k", linestyle="--", label=f"bound {bound_text}")
-    ax.set(xlabel="t", ylabel=f"P(regret ≥ {thr:g} for all 1 < s ≤ t)", ylim=(0, 1.02),
-           title=f"{claim}: {what.split(' (')[0]}")
-    ax.legend(fontsize="small")
+  uniform = [1 / 3] * 3
+  h1, h2 = int(np.exp(r_max1 / beta1) / 2), int(min(kappa, np.exp(r_max2) / 2))
+  cases = [("Proposition 1", f"Example 1, p = {p:g}", "vpo", {"pi_init": uniform}, 0.5,
+            PROP1_BOUND, "4/(9e)", h1, f"β = {beta1:g}, r_max = {r_max1:g}",
+            lambda p=p: rlhf.example1(p, beta1, r_max1)) for p in scale.prop1_p]
+  cases.append(("Proposition 2", "Example 2", "xpo", {}, 0.01, PROP2_BOUND, "1/64", h2,
+                f"κ = {kappa:g}, β = {beta2:g}, r_max = {r_max2:g}",
+                lambda: rlhf.example2(kappa, beta2, r_max2)))
+  n, alphas = scale.prop_seeds, list(scale.prop_alphas)
+  lines = ["## Propositions 1 and 2, with Algorithm 1 as the control", "",
+           "Each proposition bounds from below the probability that its scheme's policy π^(t) "
+           "stays at least a threshold suboptimal (J(π*, r*) − J(π^(t), r*) ≥ 1/2 for "
+           "Proposition 1, ≥ 0.01 for Proposition 2) for *every* 1 < t ≤ its horizon "
+           "(e^(r_max/β)/2, resp. min(κ, e^(r_max)/2)), for any constant α. The control is "
+           "Algorithm 1 at the same α, on the same events and seeds (seed s uses `key(s)` for "
+           "both): if the table could not tell them apart it would be no evidence. VPO starts "
+           "from the uniform policy as Proposition 1 states (π_cal = (1 − 2p, p, p)); "
+           "Algorithm 1 starts from π^(0) = π^(1) = π_ref (uniform in Example 1). Columns: the "
+           f"fraction of {n} seeds stuck through the horizon (95% Wilson interval); the first "
+           "escape time (the first t > 1 with regret below the threshold; median and quartiles, "
+           "\"> T\" where not reached); the slope of log mean R(t) on log t over √T ≤ t ≤ T "
+           "with a 95% bootstrap interval over the seeds (≈ 1: linear regret).", "",
+           "| claim | setting | T | α | scheme | stuck through T | first escape: median [quartiles] "
+           "| slope of R(t) |", "|---|---|---:|---:|---|---:|---:|---:|"]
+  fig = Figure(figsize=(5 * len(cases), 4))
+  axes = fig.subplots(1, len(cases))
+  verdicts = {"failing": [], "control": []}
+  slopes = {}
+  for ax, (claim, example, failing, extra, thr, bound, bound_text, horizon, setting,
+           make_env) in zip(axes, cases):
+    env = make_env()
+    schemes = [failing, "algorithm1"]
+    res = rlhf.sweep(lambda agent, alpha: (env, rlhf.get(agent, alpha=alpha, **(
+        extra if agent == failing else {}))), {"agent": schemes, "alpha": alphas}, seeds=n,
+        steps=horizon)
+    above = res.regret[..., 1:] >= thr                       # (scheme, α, seed, t = 2..T)
+    through = np.cumprod(above, axis=-1)
+    escape = np.where(through[..., -1], horizon + 1, np.argmin(through, axis=-1) + 2)
+    slope, lo_s, hi_s = results_lib.scaling_slope_ci(res.coords["step"], res.cumulative)
+    for i, scheme in enumerate(schemes):
+      for j, alpha in enumerate(alphas):
+        frac = through[i, j, :, -1].mean()
+        lo, hi = _wilson(frac, n)
+        role = "failing" if scheme == failing else "control"
+        verdicts[role].append((frac, lo, hi, bound))
+        slopes[role, claim, example, alpha] = (slope[i, j], lo_s[i, j], hi_s[i, j])
+        q = [_time(v, horizon) for v in np.percentile(escape[i, j], [50, 25, 75],
+                                                      method="lower")]
+        lines.append(f"| {claim} ({bound_text} = {bound:.4f}) | {example}; {setting} | {horizon}"
+                     f" | {alpha:g} | {scheme} | **{frac:.3f}** [{lo:.3f}, {hi:.3f}] | {q[0]} "
+                     f"[{q[1]}, {q[2]}] | {slope[i, j]:.2f} [{lo_s[i, j]:.2f}, {hi_s[i, j]:.2f}] |")
+        ax.plot(np.arange(2, horizon + 1), through[i, j].mean(axis=0),
+                linestyle="-" if role == "failing" else "--", color=f"C{j}",
+                label=f"{scheme}, α = {alpha:g}")
+    ax.axhline(bound, color="k", linestyle=":", label=f"bound {bound_text}")
+    ax.set(xlabel="t", xscale="log", ylabel=f"P(regret ≥ {thr:g} for all 1 < s ≤ t)",
+           ylim=(0, 1.02), title=f"{claim}: {example}")
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.legend(fontsize="x-small")
   path = _save(fig, figdir, "propositions.png")
-  lines += ["", "The bound holds (the fraction is at least the bound) in "
-            f"{holds} of {len(cases) * len(scale.prop_alphas)} cases.", "",
-            f"![fraction stuck against t]({path})", ""]
-  summary = (f"Propositions 1–2: the empirical probability is at least the bound in {holds} of "
-             f"{len(cases) * len(scale.prop_alphas)} (example, α) cases ({'; '.join(lowest)}).")
+  holds = sum(f >= b for f, _, _, b in verdicts["failing"])
+  below = sum(hi < b for _, _, hi, b in verdicts["control"])
+  total = len(verdicts["failing"])
+  fail_slopes = [v[0] for (role, *_), v in slopes.items() if role == "failing"]
+  ctrl_slopes = [v[0] for (role, *_), v in slopes.items() if role == "control"]
+  lines += ["", f"The failing scheme's fraction is at least the bound in {holds} of {total} "
+            f"cases; Algorithm 1's interval lies below the bound in {below} of {total}"
+            + ("." if below == total else " — where it does not, Algorithm 1 too stays stuck on "
+               "that many seeds within the horizon, and the event does not separate the schemes "
+               "there.") + " Algorithm 1 does not use π_cal, so its rows agree across p.", "",
+            f"![fraction stuck against t, failing scheme (solid) and Algorithm 1 (dashed)]({path})",
+            ""]
+  summary = (f"Propositions 1–2 with a control ({n} seeds, horizons {h1} and {h2}): VPO/XPO stay "
+             f"stuck at least as often as the bound in {holds} of {total} (case, α) settings; "
+             f"Algorithm 1 at the same α, events and seeds falls below the bound (95% interval) "
+             f"in {below} of {total}. Slope of log R(t) on log t: failing schemes "
+             f"{min(fail_slopes):.2f}–{max(fail_slopes):.2f}, Algorithm 1 "
+             f"{min(ctrl_slopes):.2f}–{max(ctrl_slopes):.2f}.")
   return "\n".join(lines), summary
 
 
@@ -237,48 +282,59 @@ def comparison(scale: Scale, figdir: Figures) -> tuple[str, str]:
 
 
 def exponents(scale: Scale, figdir: Figures) -> tuple[str, str]:
-  """Regret exponents of Algorithm 1 with Proposition 3's schedule, per β: the slope of
-  log R(t) on log t within the longest run, and of log R(T) on log T over runs of several
-  horizons T (each with the schedule for its T)."""
-  T, r_max = scale.exponent_steps, 2.0
-  horizons = [T // 8, T // 4, T // 2, T]
+  """Regret growth of Algorithm 1 with Proposition 3's schedule, per β, to T = exponent_steps:
+  the slope of log R(t) on log t within the run and of log R(T) on log T over runs of horizons
+  T/100, T/10 and T (each with the schedule for its own T), with bootstrap intervals."""
+  T, r_max, n = scale.exponent_steps, 2.0, scale.exponent_seeds
+  horizons = [T // 100, T // 10, T]
   env_key = jax.random.key(0)
   finals = []
   for horizon in horizons:
     def build(beta, horizon=horizon):
       env = rlhf.random_instance(env_key, 1, 3, beta, r_max, 1.0)
       return env, rlhf.algorithm1(schedules.proposition3(3, horizon, beta, r_max, kappa=1.0))
-    res = rlhf.sweep(build, {"beta": list(scale.betas)}, seeds=scale.exponent_seeds,
-                     steps=horizon)
-    finals.append(res.final().mean(axis=-1))               # (beta,)
-  r = dataclasses.replace(res, config={"family": "rlhf"})   # the longest run
+    res = rlhf.sweep(build, {"beta": list(scale.betas)}, seeds=n, steps=horizon, record="log",
+                     log_points=60)
+    finals.append(res.final())                               # (beta, seed)
+  r = dataclasses.replace(res, config={"family": "rlhf"})     # the longest run
   t = r.coords["step"]
-  mean = r.cumulative.mean(axis=-2)
-  finals = np.stack(finals, axis=-1)                        # (beta, horizon)
-  lines = ["## Regret exponents: Algorithm 1 with the schedule of Proposition 3", "",
+  within = results_lib.scaling_slope_ci(t, r.cumulative)
+  across = results_lib.scaling_slope_ci(np.asarray(horizons), np.stack(finals, axis=-1),
+                                        t_min=horizons[0])
+  lines = ["## Regret growth: Algorithm 1 with the schedule of Proposition 3", "",
            f"A random 3-action instance with uniform π_ref (Assumption 1 with κ = 1), r_max = "
-           f"{r_max:g}, {scale.exponent_seeds} seeds. *Within run*: the least-squares slope of "
-           f"log R(t) on log t over √T ≤ t ≤ T in the run of horizon T = {T} (as `rbx report` "
-           "does). *Across horizons*: the slope of log R(T) on log T over separate runs with "
-           f"T ∈ {{{', '.join(map(str, horizons))}}}, each with α_t of Proposition 3 for its own "
-           "T. Proposition 3 bounds R(T) by O(T^((β+1)/(β+2))).", "",
-           "| β | " + " | ".join(f"R({h})" for h in horizons)
+           f"{r_max:g}, {n} seeds. *Within run*: the slope of log mean R(t) on log t over "
+           f"√T ≤ t ≤ T in the run of horizon T = {T:,} (R(t) kept at 60 log-spaced steps). "
+           "*Across horizons*: the slope of log mean R(T) on log T over separate runs with "
+           f"T ∈ {{{', '.join(f'{h:,}' for h in horizons)}}}, each with α_t of Proposition 3 "
+           "for its own T — the form of the proposition's bound R(T) = O(T^((β+1)/(β+2))). "
+           "Intervals: 95% bootstrap over the seeds. A slope whose interval lies above "
+           "(β+1)/(β+2) would contradict the bound's rate at these horizons; the failing "
+           "schemes' slopes ≈ 1 in the table of Propositions 1–2 show the fit can see linear "
+           "regret.", "",
+           "| β | " + " | ".join(f"R({h:,})" for h in horizons)
            + " | slope within run | slope across horizons | (β+1)/(β+2) |",
            "|---:|" + "---:|" * (len(horizons) + 3)]
-  within, across = [], []
+  above = 0
   for i, beta in enumerate(scale.betas):
-    within.append(results_lib.scaling_slope(t, mean[i]))
-    across.append(float(np.polyfit(np.log(horizons), np.log(finals[i]), 1)[0]))
-    lines.append(f"| {beta:g} | " + " | ".join(f"{v:.2f}" for v in finals[i])
-                 + f" | **{within[-1]:.3f}** | **{across[-1]:.3f}** | {(beta + 1) / (beta + 2):.3f} |")
+    bound = (beta + 1) / (beta + 2)
+    above += int(within[1][i] > bound) + int(across[1][i] > bound)
+    lines.append(f"| {beta:g} | " + " | ".join(f"{f[i].mean():.2f}" for f in finals)
+                 + "".join(f" | **{v[0][i]:.3f}** [{v[1][i]:.3f}, {v[2][i]:.3f}]"
+                           for v in (within, across)) + f" | {bound:.3f} |")
   path = _png(plots.scaling(r, figdir / "exponents", report.reference_exponent(r)))
-  lines += ["", f"![regret against T]({figdir.link(path)})", ""]
-  below = sum(a <= (b + 1) / (b + 2) for a, b in zip(across, scale.betas))
-  summary = (f"Regret exponents (Proposition 3): slopes across horizons {min(across):.2f}–"
-             f"{max(across):.2f} and within run {min(within):.2f}–{max(within):.2f}, against "
-             f"(β+1)/(β+2) = {(min(scale.betas) + 1) / (min(scale.betas) + 2):.2f}–"
-             f"{(max(scale.betas) + 1) / (max(scale.betas) + 2):.2f}; at or below the bound's "
-             f"rate for {below} of {len(scale.betas)} β.")
+  lines += ["", f"![regret against t]({figdir.link(path)})", ""]
+  verdict = ("none lies above the bound's rate" if above == 0 else
+             f"{above} interval(s) lie above the bound's rate: the bound's rate is not seen here")
+  summary = (f"Regret growth (Proposition 3's schedule, T = {T:,}, {n} seeds): Algorithm 1's "
+             "slopes within run " + ", ".join(
+                 f"β = {b:g}: {within[0][i]:.2f} [{within[1][i]:.2f}, {within[2][i]:.2f}]"
+                 for i, b in enumerate(scale.betas))
+             + "; across horizons " + ", ".join(
+                 f"{across[0][i]:.2f} [{across[1][i]:.2f}, {across[2][i]:.2f}]"
+                 for i in range(len(scale.betas)))
+             + ", against (β+1)/(β+2) = " + ", ".join(
+                 f"{(b + 1) / (b + 2):.2f}" for b in scale.betas) + f"; {verdict}.")
   return "\n".join(lines), summary
 
 
@@ -286,8 +342,8 @@ def practical_rlhf(scale: Scale, figdir: Figures) -> tuple[str, str]:
   """The practical DPO-form losses (`rbx.rlhf.practical`, tabular policy) on Examples 1-2 beside
   the exact agents of the same scheme (the same stuck events as Propositions 1-2), and every
   practical agent (log-linear policy) against the exact ones on a contextual environment."""
-  beta1, r_max1 = scale.prop1
-  kappa, beta2, r_max2 = scale.prop2
+  beta1, r_max1 = scale.practical_prop1
+  kappa, beta2, r_max2 = scale.practical_prop2
   alphas, n = list(scale.prop_alphas), scale.practical_seeds
   cases = [("Example 1", "vpo", 0.5, int(np.exp(r_max1 / beta1) / 2),
             lambda: rlhf.example1(0.0, beta1, r_max1), f"β = {beta1:g}, r_max = {r_max1:g}"),
@@ -475,12 +531,14 @@ def differences(scale: Scale) -> str:
       "* **Data.** Covertype is replaced by `satimage` and MNIST by `mnist5k` (5,000 rows) — "
       "the offline stand-ins in `../shared/datasets` — and Table 3 uses synthetic data of "
       "Covertype's shape (54 features, 7 classes) rather than Covertype itself.",
-      "* **Regret exponents.** The slope is fitted to R(t) within one run of horizon T (the "
-      "schedule of Proposition 3 depends on T), not to R(T) over separate runs, and at small T "
-      "the A log T term of α_t dominates; Proposition 3 is an upper bound, so a smaller slope "
-      "is consistent with it.",
+      "* **Regret growth.** R(t) is fitted at horizons up to T = "
+      f"{scale.exponent_steps:,} on one 3-action instance; Proposition 3 is an upper bound "
+      "with logarithmic factors and an A log T term in α_t, so a slope well below "
+      "(β+1)/(β+2) is consistent with it, and one above it would need longer horizons to "
+      "settle.",
       "* **Propositions 1–2** bound a probability from below; the bounds are not tight, so the "
-      "empirical fractions may exceed them by far.",
+      "failing schemes' fractions may exceed them by far. Algorithm 1 is run beside them as "
+      "the control on the same events and seeds.",
       ""])
 
 
@@ -554,6 +612,11 @@ def _wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
   centre = (p + z * z / (2 * n)) / (1 + z * z / n)
   half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
   return centre - half, centre + half
+
+
+def _time(t: int, horizon: int) -> str:
+  """An escape time, or "> T" for a seed that did not escape within the horizon T."""
+  return f"> {horizon}" if t > horizon else str(int(t))
 
 
 def _png(paths: list[Path]) -> Path:
