@@ -2,6 +2,7 @@
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +25,27 @@ def test_protocol_on_mushroom(tmp_path):
   assert "| LinRBMLE | " in text and "(656.0)" in text and "(20.23)" in text   # paper's numbers
   assert "| BootstrappedNN | — (T=40) |" in text
   assert "Kendall τ" in text and "α(t) = t^n on mushroom (T = 40)" in text
+  tau = [l for l in text.splitlines() if l.startswith("| Kendall τ")][0].split("|")[2]
+  point, low, high = (float(v) for v in tau.replace("[", " ").replace("]", " ").replace(",", " ").split())
+  assert -1 <= low <= point <= high <= 1
   rows = [l for l in text.splitlines() if l.startswith("| NeuralUCB |")]
   mean = float(rows[0].split("|")[2].split()[0])
   assert 0 <= mean <= 40
+
+
+def test_kendall_tau_and_its_interval(tmp_path):
+  spec = importlib.util.spec_from_file_location("table1", ROOT / "benchmarks" / "table1.py")
+  table1 = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(table1)
+  args = table1.parse(["--algorithms", "rbmle_ga", "neural_ucb", "lin_rbmle"])
+  col = table1.DATASETS.index("mushroom")     # the paper: GA 313.1 < UCB 583.8 < LinRBMLE 656.0
+  same = {("mushroom", n): {"finals": np.array([v, v])}
+          for n, v in zip(args.algorithms, (1.0, 2.0, 3.0))}
+  assert table1.kendall_ci(same, "mushroom", args) == (1.0, 1.0, 1.0)
+  reversed_ = {k: {"finals": 4.0 - v["finals"]} for k, v in same.items()}
+  assert table1.kendall_ci(reversed_, "mushroom", args) == (-1.0, -1.0, -1.0)
+  noisy = {("mushroom", n): {"finals": np.array([1.0, 9.0]) + i}
+           for i, n in enumerate(args.algorithms)}             # means agree, seeds overlap
+  tau, low, high = table1.kendall_ci(noisy, "mushroom", args)
+  assert tau == 1.0 and low < 0 and high == 1.0
+  assert table1.PAPER_MEAN["rbmle_ga"][col] == 313.1
