@@ -44,6 +44,45 @@ def _median_seconds(f, *args, repeats):
   return float(np.median(times))
 
 
+def measure(env, name: str, extra: dict, width: int, train_steps: int, history: int,
+            capacity: int, repeats: int, step: bool = True) -> tuple[float | None, float | None]:
+  """(t_step, t_Z) in seconds for agent `name` (with `extra` settings, e.g. the precision) on
+  `env` after `history` rounds of its own play in a buffer of `capacity`; t_Z is None for an
+  agent without Z (NeuralRBMLE-GA), t_step None without `step` (t_Z does not depend on t)."""
+  agent = neural.get(name, width=width, train_steps=train_steps, eta=1e-3, lam=1e-3, nu=0.1,
+                     **extra)
+  run = protocol.pair(env, agent, capacity)
+  key = jax.random.key(0)
+  carry = jax.jit(lambda c: protocol.scan(run, key, c, 1, history, lambda tr: ())[0])(
+      run.init(key))
+  t_step = None
+  if step:
+    t_step = _median_seconds(jax.jit(lambda c: run.step(c, key, history + 1)[0]), carry,
+                             repeats=repeats)
+  if "precision" not in extra:
+    return t_step, None
+  state = carry[1]
+  prec = precision.get(extra["precision"])
+  _, obs = env.observe(key, carry[0])
+  _, g = network.arm_grads(state.theta, obs.x, obs.block)      # the index needs g anyway
+
+  def z_work(z, g, blocks):
+    z_inv_g = prec.solve(z, state.theta0, g, blocks)
+    return prec.update(z, state.theta0, jax.tree.map(lambda v: v[0], g), blocks[0],
+                       width), z_inv_g
+
+  # Z is donated and each update feeds the next, as in a run (XLA updates it in place there;
+  # without donation every call would also copy the p × p matrix of the exact Z⁻¹)
+  work = jax.jit(z_work, donate_argnums=0)
+  z = jax.block_until_ready(work(jax.tree.map(jnp.copy, state.z), g, obs.block)[0])
+  times = []
+  for _ in range(repeats):
+    begin = time.perf_counter()
+    z = jax.block_until_ready(work(z, g, obs.block))[0]
+    times.append(time.perf_counter() - begin)
+  return t_step, float(np.median(times))
+
+
 def main(argv=None) -> None:
   """Prints t_step, t_Z and their ratio per agent."""
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -55,39 +94,21 @@ def main(argv=None) -> None:
   p.add_argument("--width", type=int, default=100)
   p.add_argument("--train-steps", type=int, default=100)
   args = p.parse_args(argv)
-  X, y = covertype_like(args.history + args.repeats + 10, 54, 7)
+  capacity = args.history + args.repeats + 10
+  X, y = covertype_like(capacity, 54, 7)
   env = neural.classification(X, y)
   print(f"Covertype shape d = {54 * 7}, K = 7, m = {args.width}, J = {args.train_steps}, "
         f"history t = {args.history} ({args.exact_history} for exact Z⁻¹), one seed, median of "
         f"{args.repeats} rounds")
   print(f"{'agent':<20} {'t_step (s)':>11} {'t_Z (s)':>9} {'t_Z / t_step':>13}")
   for label, extra in {**AGENTS, **(EXACT if args.exact else {})}.items():
-    name = label.split()[0]
-    agent = neural.get(name, width=args.width, train_steps=args.train_steps, eta=1e-3, lam=1e-3,
-                       nu=0.1, **extra)
     history = args.exact_history if extra.get("precision") == "exact" else args.history
-    run = protocol.pair(env, agent, args.history + args.repeats + 10)
-    key = jax.random.key(0)
-    carry = jax.jit(lambda c: protocol.scan(run, key, c, 1, history, lambda tr: ())[0])(
-        run.init(key))
-    step = jax.jit(lambda c: run.step(c, key, history + 1)[0])
-    t_step = _median_seconds(step, carry, repeats=args.repeats)
-    if name == "rbmle_ga":
+    t_step, t_z = measure(env, label.split()[0], extra, args.width, args.train_steps, history,
+                          capacity, args.repeats)
+    if t_z is None:
       print(f"{label:<20} {t_step:11.4f} {'—':>9} {'—':>13}")
-      continue
-    state = carry[1]
-    prec = precision.get(extra["precision"])
-    _, obs = env.observe(key, carry[0])
-
-    _, g = network.arm_grads(state.theta, obs.x, obs.block)      # the index needs g anyway
-
-    def z_work(z, g, blocks):
-      z_inv_g = prec.solve(z, state.theta0, g, blocks)
-      return prec.update(z, state.theta0, jax.tree.map(lambda v: v[0], g), blocks[0],
-                         args.width), z_inv_g
-
-    t_z = _median_seconds(jax.jit(z_work), state.z, g, obs.block, repeats=args.repeats)
-    print(f"{label:<20} {t_step:11.4f} {t_z:9.4f} {t_z / t_step:13.2f}")
+    else:
+      print(f"{label:<20} {t_step:11.4f} {t_z:9.4f} {t_z / t_step:13.2f}")
 
 
 if __name__ == "__main__":
