@@ -39,6 +39,8 @@ ALGORITHMS = {          # agent name -> the paper's name; all but BootstrappedNN
     "neural_ts": "NeuralTS", "deep_fpl": "DeepFPL", "bootstrapped_nn": "BootstrappedNN",
     "lin_rbmle": "LinRBMLE",
 }
+REFERENCE_FORM = {"neural_ucb": "NeuralUCB (reference form)",
+                  "neural_ts": "NeuralTS (reference form)"}   # --reference-form's extra rows
 NU_GRID = (1.0, 0.1, 1e-3, 1e-5)
 PAPER_ROUNDS = {"mushroom": 8000}     # T where the paper's is not 15,000 (all 8,124 rows is more)
 
@@ -69,8 +71,23 @@ def rounds(args, ds_name: str, rows: int) -> int:
   return min(args.steps_for.get(ds_name, args.steps), rows, PAPER_ROUNDS.get(ds_name, rows))
 
 
+def names(args) -> list[str]:
+  """The table's rows: the algorithms, then (--reference-form) NeuralUCB/NeuralTS with the
+  public implementation's σ (`form="reference"`), as "<name>_reference"."""
+  extra = [f"{n}_reference" for n in REFERENCE_FORM if n in args.algorithms]
+  return list(args.algorithms) + (extra if args.reference_form else [])
+
+
+def label(name: str) -> str:
+  """A row's name in the tables."""
+  base = name.removesuffix("_reference")
+  return REFERENCE_FORM[base] if name != base else ALGORITHMS[name]
+
+
 def agent_kwargs(name: str, args) -> dict:
   """Appendix F's settings for one algorithm (network settings from the command line)."""
+  if name.endswith("_reference"):
+    return agent_kwargs(name.removesuffix("_reference"), args) | {"form": "reference"}
   if name == "lin_rbmle":
     return dict(lam=1.0)
   kw = dict(lam=args.lam, eta=args.eta, width=args.width, train_steps=args.train_steps,
@@ -86,7 +103,8 @@ def final_regret(env, name: str, kwargs: dict, nus, seeds: int, steps: int):
   if name == "bootstrapped_nn":
     res = neural.sweep(lambda: (env, neural.get(name, **kwargs)), {}, seeds, steps)
     return res.final()[None], res.timing
-  res = neural.sweep(lambda nu: (env, neural.get(name, nu=nu, **kwargs)), {"nu": list(nus)},
+  agent = name.removesuffix("_reference")
+  res = neural.sweep(lambda nu: (env, neural.get(agent, nu=nu, **kwargs)), {"nu": list(nus)},
                      seeds, steps)
   return res.final(), res.timing
 
@@ -98,7 +116,7 @@ def table(args) -> tuple[str, dict]:
     ds = data.load(ds_name, data_dir=args.data_dir)
     env = neural.classification(ds.features, ds.labels)
     steps = rounds(args, ds_name, ds.features.shape[0])
-    for name in args.algorithms:
+    for name in names(args):
       final, timing = final_regret(env, name, agent_kwargs(name, args), args.nu, args.seeds, steps)
       best = int(np.argmin(final.mean(1)))
       results[ds_name, name] = dict(
@@ -122,26 +140,32 @@ def markdown(results: dict, args) -> str:
                                PAPER_STD)):
     out.append(f"{title}, ours (paper's Table {1 if field == 'mean' else 2}, T = 15000):\n\n"
                + head)
-    for name in args.algorithms:
-      cells = [f"{results[d, name][field]:.1f} ({paper[name][DATASETS.index(d)]})" for d in cols]
-      out.append(f"| {ALGORITHMS[name]} | " + " | ".join(cells) + " |\n")
+    for name in names(args):
+      cells = [f"{results[d, name][field]:.1f} "
+               f"({paper[name.removesuffix('_reference')][DATASETS.index(d)]})" for d in cols]
+      out.append(f"| {label(name)} | " + " | ".join(cells) + " |\n")
     out.append("\n")
   out.append("Best ν and rounds T per data set:\n\n" + head)
-  for name in args.algorithms:
+  for name in names(args):
     cells = [_nu(results[d, name]["nu"]) + f" (T={results[d, name]['steps']})" for d in cols]
-    out.append(f"| {ALGORITHMS[name]} | " + " | ".join(cells) + " |\n")
+    out.append(f"| {label(name)} | " + " | ".join(cells) + " |\n")
   if len(args.algorithms) > 2:
-    out.append("| Kendall τ of our ranking with the paper's [95% bootstrap over seeds] | "
-               + " | ".join("{:+.2f} [{:+.2f}, {:+.2f}]".format(*kendall_ci(results, d, args))
-                            for d in cols) + " |\n")
+    rankings = [("", list(args.algorithms))]
+    if args.reference_form:
+      rankings.append((", NeuralUCB/TS in reference form", [
+          f"{n}_reference" if n in REFERENCE_FORM else n for n in args.algorithms]))
+    for what, rows in rankings:
+      out.append(f"| Kendall τ of our ranking with the paper's{what} [95% bootstrap over seeds] | "
+                 + " | ".join("{:+.2f} [{:+.2f}, {:+.2f}]".format(*kendall_ci(results, d, rows))
+                              for d in cols) + " |\n")
   return "".join(out)
 
 
-def kendall_ci(results: dict, ds: str, args, boots: int = 1000, seed: int = 0):
-  """Kendall's τ between our ranking of the algorithms by mean final regret on `ds` and the
-  paper's, with a percentile 95% interval from resampling each algorithm's seeds."""
-  paper = [PAPER_MEAN[n][DATASETS.index(ds)] for n in args.algorithms]
-  finals = [results[ds, n]["finals"] for n in args.algorithms]
+def kendall_ci(results: dict, ds: str, rows: list[str], boots: int = 1000, seed: int = 0):
+  """Kendall's τ between our ranking of the algorithms `rows` by mean final regret on `ds` and
+  the paper's, with a percentile 95% interval from resampling each algorithm's seeds."""
+  paper = [PAPER_MEAN[n.removesuffix("_reference")][DATASETS.index(ds)] for n in rows]
+  finals = [results[ds, n]["finals"] for n in rows]
   rng = np.random.default_rng(seed)
   draws = [np.array([f[rng.integers(0, f.size, f.size)].mean() for _ in range(boots)])
            for f in finals]                                   # (algorithm, boots)
@@ -163,15 +187,15 @@ def estimate(args) -> str:
     ds = data.load(ds_name, data_dir=args.data_dir)
     env = neural.classification(ds.features, ds.labels)
     steps = rounds(args, ds_name, ds.features.shape[0])
-    for name in args.algorithms:
+    for name in names(args):
       kwargs = agent_kwargs(name, args)
       runs = args.seeds * (1 if name == "bootstrapped_nn" else len(args.nu))
       agent = neural.get(name, **kwargs) if name == "bootstrapped_nn" else neural.get(
-          name, nu=args.nu[0], **kwargs)
+          name.removesuffix("_reference"), nu=args.nu[0], **kwargs)
       seconds = runs * time_rbx(env, agent, history=steps // 2, capacity=steps, seeds=runs,
                                 steps=args.estimate_rounds, repeats=1, seed_batch=runs)
       total += seconds * steps
-      rows.append(f"| {ds_name} | {ALGORITHMS[name]} | {steps} | {runs} | {seconds:.3f} | "
+      rows.append(f"| {ds_name} | {label(name)} | {steps} | {runs} | {seconds:.3f} | "
                   f"{seconds * steps / 3600:.2f} |\n")
       _log(rows[-1].strip())
   batch = "full batch" if args.batch_size is None else f"minibatches of {args.batch_size}"
@@ -245,6 +269,9 @@ def parse(argv=None):
   p.add_argument("--eta", type=float, default=1e-3)
   p.add_argument("--lam", type=float, default=1e-3, help="λ of the neural agents")
   p.add_argument("--batch-size", type=int, default=None, help="minibatch size (default: full)")
+  p.add_argument("--reference-form", action="store_true",
+                 help="also NeuralUCB and NeuralTS with the public implementation's σ "
+                      "(form=\"reference\": ν inside the root, no 1/m)")
   p.add_argument("--likelihoods", action="store_true",
                  help="also NeuralRBMLE-GA with the Gaussian, Bernoulli and mixture likelihoods")
   p.add_argument("--alpha-exponents", nargs="*", type=float, default=[],

@@ -18,12 +18,14 @@ def test_protocol_on_mushroom(tmp_path):
   out = tmp_path / "t.md"
   text = table1.main(["--steps", "40", "--seeds", "2", "--datasets", "mushroom", "--algorithms",
                       "lin_rbmle", "neural_ucb", "bootstrapped_nn", "--nu", "1", "0.001",
+                      "--reference-form",
                       "--width", "8", "--train-steps", "2", "--eta", "0.05", "--batch-size", "8",
                       "--alpha-exponents", "0.5", "1", "--variant-datasets", "mushroom",
                       "--data-dir", str(SHARED), "--out", str(out)])
   assert out.read_text() == text
   assert "| LinRBMLE | " in text and "(656.0)" in text and "(20.23)" in text   # paper's numbers
   assert "| BootstrappedNN | — (T=40) |" in text
+  assert "| NeuralUCB (reference form) | " in text and "in reference form" in text
   assert "Kendall τ" in text and "α(t) = t^n on mushroom (T = 40)" in text
   tau = [l for l in text.splitlines() if l.startswith("| Kendall τ")][0].split("|")[2]
   point, low, high = (float(v) for v in tau.replace("[", " ").replace("]", " ").replace(",", " ").split())
@@ -41,11 +43,11 @@ def test_kendall_tau_and_its_interval(tmp_path):
   col = table1.DATASETS.index("mushroom")     # the paper: GA 313.1 < UCB 583.8 < LinRBMLE 656.0
   same = {("mushroom", n): {"finals": np.array([v, v])}
           for n, v in zip(args.algorithms, (1.0, 2.0, 3.0))}
-  assert table1.kendall_ci(same, "mushroom", args) == (1.0, 1.0, 1.0)
+  assert table1.kendall_ci(same, "mushroom", args.algorithms) == (1.0, 1.0, 1.0)
   reversed_ = {k: {"finals": 4.0 - v["finals"]} for k, v in same.items()}
-  assert table1.kendall_ci(reversed_, "mushroom", args) == (-1.0, -1.0, -1.0)
+  assert table1.kendall_ci(reversed_, "mushroom", args.algorithms) == (-1.0, -1.0, -1.0)
   noisy = {("mushroom", n): {"finals": np.array([1.0, 9.0]) + i}
            for i, n in enumerate(args.algorithms)}             # means agree, seeds overlap
-  tau, low, high = table1.kendall_ci(noisy, "mushroom", args)
+  tau, low, high = table1.kendall_ci(noisy, "mushroom", args.algorithms)
   assert tau == 1.0 and low < 0 and high == 1.0
   assert table1.PAPER_MEAN["rbmle_ga"][col] == 313.1
