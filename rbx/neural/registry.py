@@ -87,6 +87,11 @@ TRAINING: dict[str, Param] = {
     "optimizer": string(training.OPTIMIZERS, doc="sgd (gradient ascent) or adam"),
     "scaling": string(training.SCALINGS, doc="the objective divided by n_t (mean) or as "
                       "(10)/(12) are written (sum)"),
+    "procedure": string(training.PROCEDURES, doc="J optimiser steps (steps) or the public "
+                        "NeuralUCB/NeuralTS code's per-row SGD (reference)"),
+    "max_updates": integer(1, doc="reference procedure: updates per round at most"),
+    "tolerance": real(0.0, static=True, doc="reference procedure: stop after a pass whose "
+                      "mean loss is at most this"),
 }
 _TRAINS = (training.settings,)      # where the agents' **training go: their defaults
 _NU = real(0.0, doc="ν: α(t) = ν t^n, or the exploration weight")

@@ -25,6 +25,40 @@ W1[b], so every block's first-layer gradient sees ⌈B/n_b⌉ rows a step howeve
 is played; a round's J minibatches are drawn together at its start. Training is
 warm-started from the previous round's θ (per arm for GA); `restart=True` starts every round
 from θ_0, as the analysis does (`start`).
+
+Procedure. All of the above is `procedure="steps"` (the default). `procedure="reference"`
+trains as the public NeuralUCB code does (uclaml/NeuralUCB `learner_diag.py`,
+`NeuralUCBDiag.train`, the diagonal-Z learner; the same loop is ZeroWeight/NeuralTS
+`learner_neural.py`, `NeuralTS.train`, and that repository's `learner_diag.py` until
+2020-05-31), by per-row SGD (`reference_fit`). Each round the stored rows are shuffled once
+(`row_order`) and passes are made over that order, one update per row on that row's loss
+L_s(θ) = −2 w_s log p(r_s | f(x_s; θ)) (w_s its mask weight, 1 for a stored row): for the
+Gaussian likelihood exactly the reference's (f(x_s; θ) − r_s)², which is why the factor is 2
+(so `eta` and `tolerance` mean what the reference's lr and 10⁻³ mean). Every update adds the
+reference's weight decay, torch's `weight_decay=λ`, λθ, to the gradient: a penalty
+(λ/2)‖θ‖² toward 0, not (10)'s (mλ/2)‖θ − θ_0‖² (λ is the agent's `lam`, the λ of
+`form="reference"`'s U = λI + Σ g gᵀ, as in the reference). A round stops once `max_updates`
+updates have been made (default 1000; mid-pass if so), or after a full pass whose mean loss
+(the mean of L_s over the pass, each taken just before its update, as the reference sums
+`loss.item()`) is ≤ `tolerance` (default 10⁻³): at least one pass (or `max_updates`
+updates) whenever there is a row, none on an empty history. The step size is the agent's η
+(the reference hard-codes lr = 10⁻²). Mind the network: the reference's is torch's unscaled
+two-layer net with biases, ours the √m-scaled f of (2), whose ‖g‖² is about 1.5–2 m for
+unit inputs at θ_0; one row's step multiplies f − r by about 1 − 2η‖g‖², so η < 1/‖g‖² ≈
+1/(2m) is needed: 10⁻² trains at m = 32 but diverges at m = 100 (NaN within one round on 20
+unit-norm rows), where 5·10⁻³ still trains. The optimiser's state starts fresh every round,
+as the reference builds a new torch SGD each round (plain SGD has none; this matters only
+for "adam"). `train_steps` and `scaling` are not used (per-row steps act like steps on the
+sum), and minibatches are refused (`batch_size` must be None). GA's bias term of (12),
+α(t) f(x_{t,a}; θ), enters every update as −(2/n_t) α(t) f(x_{t,a}; θ), so a pass over the
+n_t rows adds it once, with the rows' factor 2 (a pass is about one epoch of SGD on
+−2 × (12)); it is left out of the stopping rule's loss, which measures the fit to the data as
+the reference's does. With no stored row (GA's first round) no update is made, so there the
+bias has no effect. (ZeroWeight/NeuralTS's final `learner_diag.py`, which its README names for
+the NeuralTS paper's runs, trains otherwise: 100 full-batch SGD steps a round on the mean
+squared error, lr 10⁻², weight decay λ/t toward 0; that resembles `procedure="steps"`
+with `train_steps=100` and η = 2·10⁻² (the mean of ½(f − r)² is half the MSE), not this
+option.)
 """
 from __future__ import annotations
 
@@ -33,6 +67,7 @@ from typing import Any, NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from rbx import _checks, schedules
@@ -44,8 +79,11 @@ from rbx.neural.network import Params
 class Training(NamedTuple):
   """Static training settings: J steps per round, minibatch size B (None: full batch; else
   ⌈B/n_b⌉ rows per first-layer block, see the module docstring), restart from θ_0 each
-  round, the optimiser ("sgd": gradient ascent, or "adam"), network width/depth, and the
-  objective's scaling ("mean": divided by n_t; "sum": as (10)/(12) are written)."""
+  round, the optimiser ("sgd": gradient ascent, or "adam"), network width/depth, the
+  objective's scaling ("mean": divided by n_t; "sum": as (10)/(12) are written), and the
+  procedure ("steps": J steps as above; "reference": the public NeuralUCB/NeuralTS code's
+  per-row SGD, at most `max_updates` updates a round, stopping after a pass whose mean loss
+  is ≤ `tolerance`; see the module docstring)."""
   train_steps: int
   batch_size: int | None
   restart: bool
@@ -53,20 +91,32 @@ class Training(NamedTuple):
   width: int
   depth: int
   scaling: str = "mean"
+  procedure: str = "steps"
+  max_updates: int = 1000
+  tolerance: float = 1e-3
 
 
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 SCALINGS = ("mean", "sum")
+PROCEDURES = ("steps", "reference")
 
 
 def settings(width: int = 32, depth: int = 2, train_steps: int = 10,
              batch_size: int | None = None, restart: bool = False,
-             optimizer: str = "sgd", scaling: str = "mean") -> Training:
+             optimizer: str = "sgd", scaling: str = "mean", procedure: str = "steps",
+             max_updates: int = 1000, tolerance=1e-3) -> Training:
   """The checked `Training` settings (the `**training` keywords of the neural agents).
+
+  `procedure="reference"` trains by the public NeuralUCB/NeuralTS code's per-row SGD (module
+  docstring): at most `max_updates` updates a round (the reference: 1000), stopping after a
+  pass whose mean loss is ≤ `tolerance` (the reference: 10⁻³; may be traced), with step η
+  (the reference: lr = 10⁻²); `train_steps` and `scaling` are then unused.
 
   Raises:
     ValueError: naming the field, for an odd or non-positive width, depth < 2, J < 1,
-      B < 1, a non-bool `restart`, an unknown optimiser or scaling.
+      B < 1, a non-bool `restart`, an unknown optimiser, scaling or procedure,
+      max_updates < 1, a negative or non-finite tolerance, or a `batch_size` with
+      procedure="reference".
   """
   network.check_architecture(width, depth)
   _checks.positive_int("train_steps", train_steps)
@@ -76,7 +126,16 @@ def settings(width: int = 32, depth: int = 2, train_steps: int = 10,
     raise ValueError(f"restart must be a bool, got {restart!r}")
   _checks.choice("optimizer", optimizer, OPTIMIZERS)
   _checks.choice("scaling", scaling, SCALINGS)
-  return Training(train_steps, batch_size, restart, optimizer, width, depth, scaling)
+  _checks.choice("procedure", procedure, PROCEDURES)
+  _checks.positive_int("max_updates", max_updates)
+  if _checks.is_concrete(tolerance) and (isinstance(tolerance, bool) or np.ndim(tolerance)):
+    raise ValueError(f"tolerance must be a real scalar, got {tolerance!r}")
+  _checks.positive("tolerance", tolerance, strict=False)
+  if procedure == "reference" and batch_size is not None:
+    raise ValueError(f"batch_size must be None with procedure='reference' (one row per "
+                     f"update), got {batch_size!r}")
+  return Training(train_steps, batch_size, restart, optimizer, width, depth, scaling,
+                  procedure, int(max_updates), tolerance)
 
 
 def optimizer(lam, eta, cfg: Training) -> optax.GradientTransformation:
@@ -116,20 +175,25 @@ def start(theta: Params, opt_state, theta0: Params, opt, cfg: Training):
 
 def fit(theta: Params, opt_state, theta0: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
         lik: likelihoods.Likelihood, lam, opt, cfg: Training, bias=None):
-  """J optimiser steps on −(ℓ_λ(F_t; θ) + bias(θ)) / n_t (or not divided, `cfg.scaling`).
+  """J optimiser steps on −(ℓ_λ(F_t; θ) + bias(θ)) / n_t (or not divided, `cfg.scaling`);
+  with `cfg.procedure == "reference"`, the reference code's per-row SGD (`reference_fit`).
 
   Args:
     theta, opt_state: the starting point (see `start`).
-    theta0: θ_0 of the penalty (mλ/2)‖θ − θ_0‖².
+    theta0: θ_0 of the penalty (mλ/2)‖θ − θ_0‖² (unused by the reference procedure, whose
+      weight decay pulls toward 0).
     buf: the history F_t.
-    key: draws the round's J minibatches (unused for full-batch training).
+    key: draws the round's J minibatches (unused for full-batch training), or the reference
+      procedure's order of the rows.
     lik: the surrogate likelihood of (9).
-    lam: λ of (10).
+    lam: λ of (10), or of the reference procedure's weight decay.
     opt, cfg: the optimiser and the settings.
     bias: an extra term of the objective, θ -> scalar (GA's α(t) f(x_{t,a}; θ) of (12)), or None.
   Returns:
-    (θ, optimiser state) after J steps.
+    (θ, optimiser state) after J steps (or after the reference procedure).
   """
+  if cfg.procedure == "reference":
+    return reference_fit(theta, buf, key, lik, lam, opt, cfg, bias)[:2]
   n = jnp.maximum(buf.count, 1).astype(jnp.float32) if cfg.scaling == "mean" else 1.0
   if cfg.batch_size is None:
     history_grad = lambda th, j: history(th, buf, lik, grad=True)[1]
@@ -154,6 +218,72 @@ def fit(theta: Params, opt_state, theta0: Params, buf: buffer_lib.Buffer, key: c
     return optax.apply_updates(th, updates), os
 
   return jax.lax.fori_loop(0, cfg.train_steps, body, (theta, opt_state))
+
+
+class ReferenceFit(NamedTuple):
+  """What `reference_fit` returns: θ and the optimiser state after the round's updates, the
+  number of updates made and of full passes completed."""
+  theta: Params
+  opt_state: Any
+  updates: chex.Array
+  passes: chex.Array
+
+
+def row_order(buf: buffer_lib.Buffer, key: chex.PRNGKey) -> chex.Array:
+  """The stored rows in a uniformly random order, as flat rows g·S + s: (N,) int, whose first
+  `buf.count` entries are a permutation of `buf.slot[:buf.count]` (the rest: padding).
+
+  A permutation of all N slots of `buf.slot`, then the stored ones moved to the front in
+  their permuted order (a stable sort on "not stored"), so their order is uniform."""
+  N = buf.slot.shape[0]
+  perm = jax.random.permutation(key, N)
+  perm = perm[jnp.argsort((perm >= buf.count).astype(jnp.int32), stable=True)]
+  return buf.slot[perm]
+
+
+def reference_fit(theta: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
+                  lik: likelihoods.Likelihood, lam, opt, cfg: Training,
+                  bias=None) -> ReferenceFit:
+  """The public NeuralUCB/NeuralTS code's training of one round (module docstring): per-row
+  SGD over one random order of the stored rows (`row_order(buf, key)`), repeated passes,
+  each update a step of `opt` (fresh state) on L_s(θ) + (λ/2)‖θ‖² − (2/n_t) bias(θ) with
+  L_s = −2 w_s log p(r_s | f(x_s; θ)); at most `cfg.max_updates` updates, and a stop after
+  the first pass whose mean L_s (each taken before its update) is ≤ `cfg.tolerance`.
+
+  A `lax.while_loop` of one update an iteration (under `vmap`, until every member stops).
+  """
+  S = buf.r.shape[1]
+  order = row_order(buf, key)
+  n = buf.count
+  n_f = jnp.maximum(n, 1).astype(jnp.float32)
+
+  def objective(th, flat):
+    g, s = flat // S, flat % S
+    z = network.apply(th, buf.x[g, s], buf.block[g])
+    loss = -2.0 * buf.mask[g, s] * lik.log_prob(buf.r[g, s], z)
+    decay = 0.5 * lam * sum(jnp.sum(p ** 2) for p in jax.tree.leaves(th))
+    extra = 0.0 if bias is None else -2.0 * bias(th) / n_f
+    return loss + decay + extra, loss
+
+  def cond(carry):
+    _, _, updates, _, _, _, done = carry
+    return (~done) & (updates < cfg.max_updates) & (n > 0)
+
+  def body(carry):
+    th, os, updates, passes, i, total, _ = carry
+    grads, loss = jax.grad(objective, has_aux=True)(th, order[i])
+    step, os = opt.update(grads, os, th)
+    th = optax.apply_updates(th, step)
+    i, total = i + 1, total + loss
+    end = i == n
+    done = end & (total / n_f <= cfg.tolerance)
+    return (th, os, updates + 1, passes + end, jnp.where(end, 0, i),
+            jnp.where(end, 0.0, total), done)
+
+  zero = jnp.zeros((), jnp.int32)
+  carry = (theta, opt.init(theta), zero, zero, zero, jnp.zeros(()), jnp.zeros((), bool))
+  th, os, updates, passes, *_ = jax.lax.while_loop(cond, body, carry)
+  return ReferenceFit(th, os, updates, passes)
 
 
 def history(theta: Params, buf: buffer_lib.Buffer, lik: likelihoods.Likelihood, grad: bool):

@@ -15,7 +15,9 @@ from rbx.core.registry import BOOL, INT, REAL, STR
 AGENTS = ["rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ts", "lin_rbmle", "lin_ucb", "deep_fpl",
           "bootstrapped_nn"]
 TRAINING = {"width": INT, "depth": INT, "train_steps": INT, "batch_size": INT, "restart": BOOL,
-            "optimizer": STR, "scaling": STR}
+            "optimizer": STR, "scaling": STR, "procedure": STR, "max_updates": INT,
+            "tolerance": REAL}
+STATIC_REALS = {"tolerance"}        # a setting of the training procedure, not swept
 
 
 def test_the_family_is_registered_with_its_environments_and_agents():
@@ -31,18 +33,20 @@ def test_the_family_is_registered_with_its_environments_and_agents():
 def test_reals_are_traced_and_the_rest_static(name):
   params = neural.FAMILY.agents[name].params
   for field, p in params.items():
-    assert p.static == (p.kind != REAL), (field, p)
+    assert p.static == (p.kind != REAL or field in STATIC_REALS), (field, p)
   neural_training = name not in ("lin_rbmle", "lin_ucb")
   for field, kind in TRAINING.items():
     assert (field in params) == neural_training, field
     if neural_training:
       assert params[field].kind == kind and params[field].static
   reals = {f for f, p in params.items() if p.kind == REAL}
-  assert reals <= {"nu", "n", "lam", "eta", "zeta", "zeta_n", "p"}
+  assert reals <= {"nu", "n", "lam", "eta", "zeta", "zeta_n", "p", "tolerance"}
   assert params.get("batch_size") is None or params["batch_size"].optional
   # the constructor takes every declared parameter
   sample = {REAL: 0.5, INT: 2, BOOL: True, STR: None}
   values = {f: p.choices[-1] if p.kind == STR else sample[p.kind] for f, p in params.items()}
+  if values.get("procedure") == "reference":
+    values["batch_size"] = None                     # the per-row procedure takes no minibatch
   assert neural.FAMILY.agents[name].make(**values).name == name
 
 
