@@ -91,7 +91,7 @@ def agent_kwargs(name: str, args) -> dict:
   if name == "lin_rbmle":
     return dict(lam=1.0)
   kw = dict(lam=args.lam, eta=args.eta, width=args.width, train_steps=args.train_steps,
-            batch_size=args.batch_size, depth=2)
+            batch_size=args.batch_size, depth=2, procedure=args.procedure)
   if name in ("rbmle_pc", "neural_ucb", "neural_ts"):
     kw["precision"] = "diag"                              # Appendix F's diagonal Z⁻¹
   return kw
@@ -269,6 +269,9 @@ def parse(argv=None):
   p.add_argument("--eta", type=float, default=1e-3)
   p.add_argument("--lam", type=float, default=1e-3, help="λ of the neural agents")
   p.add_argument("--batch-size", type=int, default=None, help="minibatch size (default: full)")
+  p.add_argument("--procedure", default="steps", choices=("steps", "reference"),
+                 help="the networks' training: J steps, or the public NeuralUCB code's per-row "
+                      "SGD (rbx.neural.training; no --batch-size)")
   p.add_argument("--reference-form", action="store_true",
                  help="also NeuralUCB and NeuralTS with the public implementation's σ "
                       "(form=\"reference\": ν inside the root, no 1/m)")
@@ -285,6 +288,8 @@ def parse(argv=None):
   p.add_argument("--data-dir", default=str(root.parent / "shared" / "datasets"))
   p.add_argument("--out", default=None, help="also write the Markdown here")
   args = p.parse_args(argv)
+  if args.procedure == "reference" and args.batch_size is not None:
+    p.error("--procedure reference trains one row per update: leave out --batch-size")
   try:
     args.steps_for = {k: int(v) for k, v in (item.split("=") for item in args.steps_for)}
   except ValueError:
