@@ -59,7 +59,8 @@ class PreferenceEnv(NamedTuple):
     r_star: true rewards r*(x, a) in [0, r_max], shape (X, A).
     pi_ref: reference policy π_ref(a | x), shape (X, A), rows strictly positive, summing to 1.
     rho: prompt distribution ρ, shape (X,).
-    beta: KL regularisation β > 0, scalar.
+    beta: KL regularisation β ≥ 0, scalar (β = 0: reward maximisation only, the greedy π* of
+      the discussion after Theorem 1; see `rbx.rlhf.objectives`).
     r_max: reward bound, scalar; the reward models are searched over [0, r_max].
     pi_cal: the calibration policy a fixed-calibration scheme (VPO) uses by default,
       shape (X, A); Example 1 sets it, elsewhere it is π_ref.
@@ -109,7 +110,8 @@ def make_env(r_star, pi_ref, beta, r_max, rho=None, pi_cal=None) -> PreferenceEn
   """Builds and validates a `PreferenceEnv`.
 
   `r_star` and `pi_ref` may be shape (A,) (one prompt) or (X, A); `rho` defaults to uniform
-  and `pi_cal` to `pi_ref`. Raises `ValueError` naming the field for bad input.
+  and `pi_cal` to `pi_ref`. β ≥ 0 (β = 0 is the unregularised problem). Raises `ValueError`
+  naming the field for bad input.
   """
   r_star = jnp.asarray(r_star, jnp.float32)
   if r_star.ndim == 1:
@@ -126,7 +128,7 @@ def make_env(r_star, pi_ref, beta, r_max, rho=None, pi_cal=None) -> PreferenceEn
   rho = jnp.full((X,), 1.0 / X) if rho is None else jnp.asarray(rho, jnp.float32)
   _checks.shape("rho", rho, (X,))
   _checks.probability("rho", rho)
-  _checks.positive("beta", beta)
+  _checks.positive("beta", beta, strict=False)           # β = 0 allowed: greedy π*
   _checks.positive("r_max", r_max)
   _checks.in_range("r_star", r_star, 0.0, r_max)
   return PreferenceEnv(r_star, pi_ref, rho, jnp.asarray(beta, jnp.float32),

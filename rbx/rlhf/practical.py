@@ -231,6 +231,7 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
 
   def init(key, task, horizon: int) -> PracticalState:
     del key, horizon
+    _checks.positive("beta", task.beta)      # r_θ = β log π_θ/π_ref: no β = 0 (greedy) form
     params = pol.init(task)
     log_pi = deployed(params, task)
     log_prev = log_pi if pi_prev_init is None else jnp.log(

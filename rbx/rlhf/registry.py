@@ -71,7 +71,7 @@ FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.Context
                     seed_batch=lambda: 64,
                     prepare=prepare, reference_exponent=analysis.paper_exponent)
 
-ENV_BETA = reg.real(doc="the KL weight β > 0")
+ENV_BETA = reg.real(doc="the KL weight β ≥ 0 (0: the greedy policy; exact agents only)")
 ENV_RMAX = reg.real(doc="the reward bound r_max > 0")
 FAMILY.env("example1", env_lib.example1, {
     "p": reg.real(doc="π_cal = (1 − 2p, p, p), 0 ≤ p < 1/4"),

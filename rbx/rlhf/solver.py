@@ -33,6 +33,16 @@ Method (fixed iteration counts, so it jits and vmaps):
    ranked function never decreases.
 3. The best refined point is returned.
 
+*β = 0* (the discussion after Theorem 1). Then J*(r) = max_a r_a − π_cal·r, so
+F(r) = max_{a*} M_{a*}(r) with the concave M_{a*}(r) = ℓ(r) + α (e_{a*} − π_cal)·r, and
+max_box F = max_{a*} max_box M_{a*}: the global maximum is the best of A concave problems.
+Each starts from the best (by M_{a*}) of the vertex r_max·e_{a*}, the centre and the warm
+start, ascends M_{a*} by `iterations` DC steps (whose linear term is then exact, not a
+minorant), and the end point with the largest F is returned. The branch is a `lax.cond` on
+β = 0: under `vmap` over seeds or prompts with one β it stays a branch, so each case pays for
+its own path only; if β itself is batched (a vmapped β grid) both paths run and are selected
+(correct, only slower).
+
 F and ℓ are invariant under r → r + c, so the maximiser is unique only up to such shifts
 inside the box; the policy π_r it induces is unique where the maximum is.
 """
@@ -53,9 +63,10 @@ class SolverConfig(NamedTuple):
   """Static settings of `solve_optimistic` (they set array shapes, so they are not traced).
 
   A step of an agent costs about starts × iterations × (3 · line_search + 1) evaluations of F,
-  each O(A²) (two directions, not three, in the `dc_iterations` DC steps). The defaults
-  reach the brute-force maximum to 1e-3 on the tests' random instances; lowering `starts` to
-  8 for A ≤ 4 does not (it drops vertex basins), nor does `dc_iterations=0` (see step 2).
+  each O(A²) (two directions, not three, in the `dc_iterations` DC steps); at β = 0 it is
+  A × iterations × (2 · line_search + 1). The defaults reach the brute-force maximum to 1e-3
+  on the tests' random instances; lowering `starts` to 8 for A ≤ 4 does not (it drops vertex
+  basins), nor does `dc_iterations=0` (see step 2).
   """
   iterations: int = 10
   dc_iterations: int = 4
@@ -78,16 +89,47 @@ def solve_optimistic(wins: chex.Array, pi_ref: chex.Array, pi_cal: chex.Array, b
   """argmax over r ∈ [0, r_max]^A of ℓ(r, wins) + α J*(r; π_cal), (3.1a)/(3.2a).
 
   Args:
-    wins: win counts, shape (A, A). pi_ref, pi_cal: shape (A,). beta, alpha, r_max: scalars.
+    wins: win counts, shape (A, A). pi_ref, pi_cal: shape (A,). beta, alpha, r_max: scalars;
+      β ≥ 0 (β = 0: the exact path of the module docstring).
     r_init: optional warm start, shape (A,) (e.g. the previous round's estimate).
     config: iteration counts; see the module docstring for the method.
   Returns:
     the maximiser r, shape (A,).
   """
   chex.assert_rank([wins, pi_ref, pi_cal], [2, 1, 1])
-  A = pi_ref.shape[0]
   r_max = jnp.asarray(r_max, jnp.float32)
   problem = _Problem(wins, pi_ref, pi_cal, beta, alpha)
+  dtype = jnp.result_type(r_max, *([] if r_init is None else [r_init]))
+  return jax.lax.cond(beta == 0,
+                      lambda: _solve_beta0(problem, r_max, r_init, config).astype(dtype),
+                      lambda: _solve_dc(problem, r_max, r_init, config))
+
+
+def _solve_beta0(problem, r_max, r_init, config):
+  """β = 0 (module docstring): the best of the A concave maximisations of
+  M_{a*}(r) = ℓ(r) + α (e_{a*} − π_cal)·r over the box, by F; shape (A,)."""
+  A = problem.pi_ref.shape[0]
+  slopes = problem.alpha * (jnp.eye(A) - problem.pi_cal[None])            # (A, A), row a*
+  cands = [jnp.eye(A)[:, None] * r_max, jnp.full((A, 1, A), 0.5) * r_max]  # (A, 1, A) each
+  if r_init is not None:
+    cands.append(jnp.broadcast_to(jnp.clip(r_init, 0.0, r_max), (A, 1, A)))
+  cands = jnp.concatenate(cands, axis=1)                                  # (A, starts, A)
+  M = lambda r, slope: problem.log_likelihood(r) + jnp.dot(slope, r)
+  values = jax.vmap(jax.vmap(M, (0, None)))(cands, slopes)
+  starts = cands[jnp.arange(A), jnp.argmax(values, axis=1)]               # (A, A)
+
+  def run(r, slope):
+    step = lambda x, _: (_ascent_step(x, problem, r_max, config, slope), None)
+    return jax.lax.scan(step, r, None, length=config.iterations)[0]
+
+  rs = jax.vmap(run)(starts, slopes)
+  return rs[jnp.argmax(jax.vmap(problem.value)(rs))]
+
+
+def _solve_dc(problem, r_max, r_init, config):
+  """β > 0 (module docstring, steps 1–3): vertex starts, DC then Newton steps; shape (A,)."""
+  A = problem.pi_ref.shape[0]
+  pi_ref, pi_cal = problem.pi_ref, problem.pi_cal
   F = jax.vmap(problem.value)
 
   cands = [jnp.full((1, A), 0.5) * r_max]
@@ -169,7 +211,9 @@ def _ascent_step(r, problem, r_max, config, slope=None):
   g, lap = problem.derivatives(r)
   pi = objectives.optimal_policy(r, problem.pi_ref, problem.beta)
   g = g + (problem.alpha * (pi - problem.pi_cal) if slope is None else slope)   # ∇F or ∇M
-  curv_j = problem.alpha / problem.beta * (jnp.diag(pi) - jnp.outer(pi, pi))   # ∇²(α J*)
+  beta = problem.beta                 # ∇²(α J*), 0 at β = 0 (where J* is piecewise linear)
+  coef = jnp.where(beta > 0, problem.alpha / jnp.where(beta > 0, beta, 1.0), 0.0)
+  curv_j = coef * (jnp.diag(pi) - jnp.outer(pi, pi))
 
   tol = 1e-6 * r_max
   frozen = ((r <= tol) & (g < 0)) | ((r >= r_max - tol) & (g > 0))

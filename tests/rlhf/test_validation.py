@@ -7,7 +7,6 @@ from rbx import rlhf, schedules
 
 
 @pytest.mark.parametrize("kwargs,field", [
-    (dict(beta=0.0), "beta"),
     (dict(beta=-1.0), "beta"),
     (dict(r_max=0.0), "r_max"),
     (dict(r_star=[0.5, 2.5]), "r_star"),
