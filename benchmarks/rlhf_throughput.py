@@ -1,12 +1,16 @@
-"""Seed-steps per second of Algorithm 1: rbx (jit + vmap over seeds) beside plain NumPy.
+"""Seed-steps per second of Algorithm 1: rbx (jit + vmap over seeds) beside two per-seed loops.
 
-Runs Algorithm 1 (constant α) on a random single-prompt instance for A ∈ {3, 10, 50} and
-1, 64, 1024 seeds; the NumPy loop (benchmarks/numpy_algorithm1.py) runs one seed at a time,
-so its rate does not depend on the number of seeds. Prints both rates, their ratio, and a
-check that both implementations give the same regret statistics.
+Runs Algorithm 1 (constant α) on a random single-prompt instance for A ∈ {3, 10, 50} (or
+`--actions`) and 1, 64, 1024 seeds (or `--seeds`). The references run one seed at a time, so
+their rates do not depend on the number of seeds: the NumPy port of rbx's method
+(benchmarks/numpy_algorithm1.py, like for like) and the loop a researcher would write without
+rbx, SciPy's L-BFGS-B from 12 starts for the reward step (benchmarks/scipy_algorithm1.py).
+Prints the rates, rbx's ratio to each, and a check that rbx and NumPy give the same regret
+statistics.
 
     python benchmarks/rlhf_throughput.py            # full table (a few minutes)
     python benchmarks/rlhf_throughput.py --quick    # A ∈ {3, 10}, fewer steps
+    python benchmarks/rlhf_throughput.py --actions 200 1000 --seeds 1 64
 
 rbx runs on one CPU device and, sharded over the seeds (`devices=` of `rlhf.sweep`), on one
 CPU device per core (`jax_num_cpu_devices`, `--devices`); the NumPy loop uses one core.
@@ -23,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import numpy_algorithm1  # noqa: E402
+import scipy_algorithm1  # noqa: E402
 
 from rbx import rlhf  # noqa: E402
 
@@ -43,12 +48,16 @@ def rbx_rate(A, seeds, steps, devices):
   return timing["seed_steps_per_second"], timing["compile_seconds"]
 
 
-def numpy_rate(A, steps, seeds=2):
+def reference_rate(A, steps, scipy=False, seeds=2):
+  """Seed-steps/s of the NumPy port (or, with `scipy`, the SciPy L-BFGS-B loop), seed by seed."""
   env = instance(A)
   args = (np.asarray(env.r_star[0], float), np.asarray(env.pi_ref[0], float), BETA, R_MAX, ALPHA)
   t0 = time.perf_counter()
   for s in range(seeds):
-    numpy_algorithm1.run(*args, steps=steps, seed=s, solver=SOLVER)
+    if scipy:
+      scipy_algorithm1.run(*args, steps=steps, seed=s)
+    else:
+      numpy_algorithm1.run(*args, steps=steps, seed=s, solver=SOLVER)
   return seeds * steps / (time.perf_counter() - t0)
 
 
@@ -68,26 +77,31 @@ def same_statistics(A=3, steps=100, rbx_seeds=256, numpy_seeds=24):
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--quick", action="store_true")
+  p.add_argument("--actions", nargs="+", type=int, default=None, help="the A values")
+  p.add_argument("--seeds", nargs="+", type=int, default=[1, 64, 1024], help="rbx's seed counts")
   p.add_argument("--devices", type=int, default=os.cpu_count(),
                  help="CPU devices for rbx's sharded column (default: one per core)")
   args = p.parse_args()
   jax.config.update("jax_num_cpu_devices", args.devices)
   n = len(jax.devices())
-  actions = (3, 10) if args.quick else (3, 10, 50)
-  seed_counts = (1, 64, 1024)
-  steps = {3: 100, 10: 40, 50: 2} if not args.quick else {3: 40, 10: 10}
+  actions = args.actions or ((3, 10) if args.quick else (3, 10, 50))
+  seed_counts = args.seeds
+  steps = ({3: 40, 10: 10} if args.quick else {3: 100, 10: 40, 50: 2})
+  steps = {A: steps.get(A, 2 if A <= 100 else 1) for A in actions}
   print(f"jax {jax.__version__} on {n} {jax.devices()[0].platform} device(s); Algorithm 1, "
         f"alpha={ALPHA}, beta={BETA}, r_max={R_MAX}, solver {rlhf.SolverConfig()}")
-  print(f"{'A':>3} {'seeds':>6} {'steps':>6} {'rbx 1 device':>13} {f'rbx {n} devices':>14} "
-        f"{'compile s':>10} {'NumPy':>8} {'ratio':>7}   (seed-steps/s; ratio = best rbx / NumPy)")
+  print(f"{'A':>4} {'seeds':>6} {'steps':>6} {'rbx 1 device':>13} {f'rbx {n} devices':>14} "
+        f"{'compile s':>10} {'NumPy':>8} {'SciPy':>8} {'/NumPy':>7} {'/SciPy':>7}   "
+        "(seed-steps/s; ratios: best rbx over each reference)")
   for A in actions:
-    ref = numpy_rate(A, steps=max(2, steps[A] // 4))
+    ref_steps = max(2, steps[A] // 4)
+    ref, sci = reference_rate(A, ref_steps), reference_rate(A, ref_steps, scipy=True)
     for seeds in seed_counts:
       one, comp = rbx_rate(A, seeds, steps[A], devices=1)
       many = rbx_rate(A, seeds, steps[A], devices=n)[0] if n > 1 and seeds >= n else float("nan")
       best = np.nanmax([one, many])
-      print(f"{A:>3} {seeds:>6} {steps[A]:>6} {one:>13.0f} {many:>14.0f} {comp:>10.1f} {ref:>8.1f} "
-            f"{best / ref:>6.0f}x", flush=True)
+      print(f"{A:>4} {seeds:>6} {steps[A]:>6} {one:>13.0f} {many:>14.0f} {comp:>10.1f} "
+            f"{ref:>8.1f} {sci:>8.1f} {best / ref:>6.0f}x {best / sci:>6.0f}x", flush=True)
   same_statistics()
 
 
