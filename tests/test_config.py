@@ -36,7 +36,7 @@ MALFORMED = [
     (make(env='name = "exmaple1"'), r"env.name='exmaple1' .* \(did you mean 'example1'\?\)"),
     (make(env='name = "example1"\nbtea = 0.5'), r"env key='btea' .* \(did you mean 'beta'\?\)"),
     (make(env='name = "example1"\nbeta = "high"'), r"config env.beta must be a number, got 'high'"),
-    (make(env='name = "example1"\nbeta = -1.0'), r"config env.beta: beta must be finite and > 0"),
+    (make(env='name = "example1"\nbeta = -1.0'), r"config env.beta: beta must be finite and >= 0"),
     (make(env='name = "example1"\np = 0.3'), r"config env.p: p must lie in \[0, 1/4\)"),
     (make(grid="r_max = []"), r"config grid.r_max must be a non-empty list of values, got \[\]"),
     (make(grid="r_max = 4.0"), r"config grid.r_max must be a non-empty list of values, got 4.0"),
