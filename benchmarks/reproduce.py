@@ -19,8 +19,8 @@ NeuralRBMLE (`neural-rbmle.txt`):
     and its PyTorch reference when torch is installed), beside the paper's figures.
 
 Every number in the report is measured by this script in the same run. `--quick` (the
-default) is sized for a 2-core CPU (about 20 minutes); `--full` is the papers' scale where it
-is affordable, meant for an accelerator (hours). Run from the repository root:
+default) is sized for a 2-core CPU (47 minutes under load); `--full` is the papers' scale
+where it is affordable, meant for an accelerator (hours). Run from the repository root:
 
     python benchmarks/reproduce.py              # --quick: REPRODUCTION.md + benchmarks/reproduction/
     python benchmarks/reproduce.py --full --out REPRODUCTION-full.md
@@ -541,7 +541,7 @@ def differences(scale: Scale) -> str:
   return "\n".join([
       "## Where this run differs from the papers", "",
       f"* **Scale ({scale.name}).** " + (
-          "Sized to finish in about 20 minutes on a shared 2-core CPU: short horizons and "
+          "Sized to finish in under an hour on a shared 2-core CPU: short horizons and "
           "tens to hundreds of seeds; `--full` runs the larger settings on an accelerator."
           if scale.name == "quick" else "The papers' sizes where affordable (see each section)."),
       f"* **Tables 1–2.** The paper: T = 15,000 rounds, 10 seeds, m = 100, J = 100 full-batch "
