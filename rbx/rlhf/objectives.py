@@ -64,7 +64,7 @@ def log_likelihood(r: chex.Array, wins: chex.Array) -> chex.Array:
 _LOG_ZERO = -1e30
 
 
-def _safe_beta(beta):
+def safe_beta(beta):
   """β where β > 0, else 1: the β > 0 branch of a `jnp.where` never divides by 0."""
   return jnp.where(beta > 0, beta, 1.0)
 
@@ -83,7 +83,7 @@ def log_optimal_policy(r: chex.Array, pi_ref: chex.Array, beta) -> chex.Array:
   """log π_r of (2.4): log π_ref + r/β − log Z_r, shape (A,); at β = 0 the greedy policy
   (`greedy_log_policy`), the maximiser of J(·, r) with no KL term."""
   chex.assert_rank([r, pi_ref], 1)
-  soft = jax.nn.log_softmax(jnp.log(pi_ref) + r / _safe_beta(beta))
+  soft = jax.nn.log_softmax(jnp.log(pi_ref) + r / safe_beta(beta))
   return jnp.where(beta > 0, soft, greedy_log_policy(r))
 
 
@@ -119,7 +119,7 @@ def J_star(r: chex.Array, pi_ref: chex.Array, pi_cal: chex.Array, beta) -> chex.
   Convex in r, and (like ℓ) invariant to r → r + c.
   """
   chex.assert_rank([r, pi_ref, pi_cal], 1)
-  safe = _safe_beta(beta)     # the select inside β·(…): XLA fuses β·(…) − E_{π_cal}[r] as before
+  safe = safe_beta(beta)     # the select inside β·(…): XLA fuses β·(…) − E_{π_cal}[r] as before
   return (safe * jnp.where(beta > 0, logsumexp(jnp.log(pi_ref) + r / safe), jnp.max(r))
           - jnp.dot(pi_cal, r))
 
@@ -132,7 +132,7 @@ def regret(pi: chex.Array, r_star: chex.Array, pi_ref: chex.Array, beta) -> chex
   max r* − E_π[r*] (π* greedy).
   """
   chex.assert_rank([pi, r_star], 1)
-  safe = _safe_beta(beta)
+  safe = safe_beta(beta)
   log_pi_star = _log_policy(r_star, pi_ref, safe)   # finite even where π* underflows
   return jnp.maximum(safe * jnp.where(beta > 0, jnp.sum(xlogy(pi, pi) - pi * log_pi_star),
                                       jnp.max(r_star) - jnp.dot(pi, r_star)), 0.0)

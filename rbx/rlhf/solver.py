@@ -212,7 +212,7 @@ def _ascent_step(r, problem, r_max, config, slope=None):
   pi = objectives.optimal_policy(r, problem.pi_ref, problem.beta)
   g = g + (problem.alpha * (pi - problem.pi_cal) if slope is None else slope)   # ∇F or ∇M
   beta = problem.beta                 # ∇²(α J*), 0 at β = 0 (where J* is piecewise linear)
-  coef = jnp.where(beta > 0, problem.alpha / jnp.where(beta > 0, beta, 1.0), 0.0)
+  coef = jnp.where(beta > 0, problem.alpha / objectives.safe_beta(beta), 0.0)
   curv_j = coef * (jnp.diag(pi) - jnp.outer(pi, pi))
 
   tol = 1e-6 * r_max
