@@ -5,9 +5,12 @@ import itertools
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
 from scipy.special import log_expit, logsumexp
+
+from rbx import rlhf
 
 
 def toy_data():
@@ -131,3 +134,37 @@ def random_problem(rng: np.random.Generator, A: int):
   else:
     pi_cal = rng.dirichlet(np.ones(A))
   return dict(wins=wins, pi_ref=pi_ref, pi_cal=pi_cal, beta=beta, alpha=alpha, r_max=r_max)
+
+
+def warm_search_gaps(env, alpha, seeds: int, steps: int, solver, reference) -> np.ndarray:
+  """Algorithm 1 at constant α with `solver` along its own trajectories; at every step and
+  prompt, how far F at its r^(t+1) lies below a `reference` solve of the same problem (3.2a)
+  from the same warm start: (F_ref − F) / |F_ref|, shape (seeds, steps, X). Negative where
+  the agent's solve is the better one."""
+  from rbx.core.protocol import Agent, pair
+  inner = rlhf.algorithm1(alpha, solver=solver)
+
+  def update(key, state, obs, query, feedback, spec):
+    old, _ = state
+    new = inner.update(key, old, obs, query, feedback, spec)
+    cal, alpha_x = jnp.exp(old.log_pi), alpha * spec.rho          # the step's problem (3.2a)
+    solve = lambda w, pr, pc, a, r0: rlhf.solve_optimistic(w, pr, pc, spec.beta, a, spec.r_max,
+                                                           r0, reference)
+    best = jax.vmap(solve)(new.wins, spec.pi_ref, cal, alpha_x, old.r)
+    F = jax.vmap(lambda r, w, pr, pc, a: rlhf.objective(r, w, pr, pc, spec.beta, a))
+    f_ref, f = (F(r, new.wins, spec.pi_ref, cal, alpha_x) for r in (best, new.r))
+    return new, (f_ref - f) / jnp.maximum(jnp.abs(f_ref), 1e-9)
+
+  def act(key, state, obs, spec):
+    inner_state, query = inner.act(key, state[0], obs, spec)
+    return (inner_state, state[1]), query
+
+  X = env.spec.pi_ref.shape[0]
+  agent = Agent("tracked", lambda k, spec, h: (inner.init(k, spec, h), jnp.zeros(X)), act, update)
+  run = pair(env, agent, steps)
+
+  def one(key):
+    body = lambda c, t: (lambda c2: (c2, c2[1][1]))(run.step(c, key, t)[0])
+    return jax.lax.scan(body, run.init(key), 1 + jnp.arange(steps))[1]
+
+  return np.asarray(jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(0), seeds)))

@@ -20,7 +20,12 @@ agent          a1 ~                 a2 ~                 π_cal           α
 The agents see only the `Task` (π_ref, ρ, β, r_max, π_cal), the prompt and the comparison;
 the environment scores the regret of the policy π^(t) that `act` reports in its `Query`.
 The win counts `wins[x, a, b]` are sufficient statistics for ℓ, so a step costs
-O(|X| · A² · solver iterations) whatever t is. Policies are kept as log-probabilities so that
+O(|X| · A² · solver iterations) whatever t is. (3.1a)/(3.2a) separate over prompts (ℓ is a sum
+over prompts, J* an expectation over x ~ ρ), and a step adds data at the sampled prompt only:
+where α is a constant and π_cal does not move (`vpo`, `modified`, `xpo`, `selm`, `greedy`),
+only that prompt's problem changes, so only it is re-solved (every prompt's data-free problem
+is solved once, in `init`), and a step costs O(A² · solver iterations). Algorithm 1's π_cal =
+π^(t) and schedule α_t change every prompt's problem, so it re-solves them all. Policies are kept as log-probabilities so that
 probabilities like e^(−r_max/β) survive. The objective's α J* term is an expectation over
 x ~ ρ, so prompt x's problem uses the bonus weight α_t ρ(x).
 """
@@ -111,6 +116,9 @@ def greedy(pi_init=None, solver: SolverConfig = SolverConfig()) -> Agent:
 
 def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_cal, solver):
   schedule = alpha if callable(alpha) else schedules.constant(alpha)
+  # With a constant α and a calibration policy that does not move, a step changes only the
+  # sampled prompt's problem (3.1a): the others keep their solutions (module docstring).
+  fixed_problems = not callable(alpha) and calibration != "current"
   if not isinstance(solver, SolverConfig):
     raise ValueError(f"solver must be a rbx.rlhf.SolverConfig, got {type(solver).__name__}")
   for field, value in (("pi_init", pi_init), ("pi_prev_init", pi_prev_init), ("pi_cal", pi_cal)):
@@ -131,8 +139,24 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
     log_pi = log_ref if p1 is None else jnp.log(p1)
     log_prev = log_pi if p0 is None else jnp.log(p0)
     X, A = task.pi_ref.shape
-    return AgentState(wins=jnp.zeros((X, A, A)), r=jnp.full((X, A), 0.5) * task.r_max,
-                      log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
+    wins, r = jnp.zeros((X, A, A)), jnp.full((X, A), 0.5) * task.r_max
+    if fixed_problems:     # every prompt's r solves its data-free problem, as step 1 would
+      r = solve_all(task, wins, calibration_policy(log_pi, task),
+                    schedule(jnp.ones((), jnp.int32)) * task.rho, r)
+    return AgentState(wins=wins, r=r, log_pi=log_pi, log_pi_prev=log_prev,
+                      t=jnp.ones((), jnp.int32))
+
+  def calibration_policy(log_pi, task: Task):
+    if calibration == "current":
+      return jnp.exp(log_pi)
+    if calibration == "fixed":
+      return fixed_cal(task)
+    return task.pi_ref
+
+  def solve_all(task: Task, wins, cal, alpha_x, r0):
+    solve = lambda w, pr, pc, a, r: solve_optimistic(w, pr, pc, task.beta, a, task.r_max, r,
+                                                     solver)
+    return jax.vmap(solve)(wins, task.pi_ref, cal, alpha_x, r0)
 
   def fixed_cal(task: Task):
     return task.pi_cal if pi_cal is None else jnp.broadcast_to(
@@ -152,16 +176,14 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
     winner = jnp.where(a1_wins, query.a1, query.a2)
     loser = jnp.where(a1_wins, query.a2, query.a1)
     wins = state.wins.at[x, winner, loser].add(1.0)
-    if calibration == "current":
-      cal = jnp.exp(state.log_pi)
-    elif calibration == "fixed":
-      cal = fixed_cal(task)
-    else:
-      cal = task.pi_ref
+    cal = calibration_policy(state.log_pi, task)
     alpha_x = schedule(state.t) * task.rho
-    solve = lambda w, pr, pc, a, r0: solve_optimistic(w, pr, pc, task.beta, a, task.r_max, r0,
-                                                      solver)
-    r_new = jax.vmap(solve)(wins, task.pi_ref, cal, alpha_x, state.r)
+    if fixed_problems:     # only prompt x's problem changed: re-solve it alone
+      r_x = solve_optimistic(wins[x], task.pi_ref[x], cal[x], task.beta, alpha_x[x], task.r_max,
+                             state.r[x], solver)
+      r_new = state.r.at[x].set(r_x)
+    else:
+      r_new = solve_all(task, wins, cal, alpha_x, state.r)
     log_pi_new = jax.vmap(objectives.log_optimal_policy, (0, 0, None))(r_new, task.pi_ref,
                                                                         task.beta)
     return state._replace(wins=wins, r=r_new, log_pi=log_pi_new, log_pi_prev=state.log_pi,

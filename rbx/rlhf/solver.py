@@ -62,11 +62,13 @@ from rbx.rlhf import objectives
 class SolverConfig(NamedTuple):
   """Static settings of `solve_optimistic` (they set array shapes, so they are not traced).
 
-  A step of an agent costs about starts × iterations × (3 · line_search + 1) evaluations of F,
-  each O(A²) (two directions, not three, in the `dc_iterations` DC steps); at β = 0 it is
+  A solve costs about starts × iterations × (3 · line_search + 1) evaluations of F, each O(A²),
+  plus two Newton systems per iteration of at most `cg_iterations` O(A²) products each (two
+  directions, not three, in the `dc_iterations` DC steps); at β = 0 it is
   A × iterations × (2 · line_search + 1). The defaults reach the brute-force maximum to 1e-3
   on the tests' random instances; lowering `starts` to 8 for A ≤ 4 does not (it drops vertex
   basins), nor does `dc_iterations=0` (see step 2).
+
   """
   iterations: int = 10
   dc_iterations: int = 4
@@ -76,6 +78,7 @@ class SolverConfig(NamedTuple):
   keep: int = 16
   shrink: float = 0.2
   max_vertex_actions: int = 5
+  cg_iterations: int = 6
 
 
 def objective(r, wins, pi_ref, pi_cal, beta, alpha):
@@ -126,50 +129,59 @@ def _solve_beta0(problem, r_max, r_init, config):
   return rs[jnp.argmax(jax.vmap(problem.value)(rs))]
 
 
-def _solve_dc(problem, r_max, r_init, config):
-  """β > 0 (module docstring, steps 1–3): vertex starts, DC then Newton steps; shape (A,)."""
+def _candidates(problem, r_max, r_init, config):
+  """Step 1's candidate starts without the warm start: the centre and the vertices (all
+  non-constant ones for A ≤ `max_vertex_actions`, else the A one-action vertices and the
+  threshold vertices of the two orderings); shape (C, A)."""
   A = problem.pi_ref.shape[0]
-  pi_ref, pi_cal = problem.pi_ref, problem.pi_cal
-  F = jax.vmap(problem.value)
-
   cands = [jnp.full((1, A), 0.5) * r_max]
   if A <= config.max_vertex_actions:
     cands.append(jnp.asarray(_vertices(A)) * r_max)
   else:
-    orders = [jnp.log(pi_ref) - jnp.log(pi_cal)]
+    orders = [jnp.log(problem.pi_ref) - jnp.log(problem.pi_cal)]
     if r_init is not None:
       orders.append(r_init)
-    cands += [_threshold_vertices(o) * r_max for o in orders]
+    cands += [jnp.eye(A) * r_max] + [_threshold_vertices(o) * r_max for o in orders]
+  return jnp.concatenate(cands)
+
+
+def _solve_dc(problem, r_max, r_init, config):
+  """β > 0 (module docstring, steps 1–3): vertex starts, DC then Newton steps; shape (A,)."""
+  F = jax.vmap(problem.value)
+  cands = _candidates(problem, r_max, r_init, config)
   if r_init is not None:
-    cands.append(jnp.clip(r_init, 0.0, r_max)[None])
-  cands = jnp.concatenate(cands)
+    cands = jnp.concatenate([cands, jnp.clip(r_init, 0.0, r_max)[None]])
   if cands.shape[0] > config.starts:
     _, idx = jax.lax.top_k(F(cands), config.starts)
     cands = cands[idx]
-
-  # Each start r0 carries the slope α ∇J*(r0) of its DC phase: the concave problem
-  # max ℓ(r) + α ∇J*(r0)·r of the policy π_{r0} that the start stands for.
-  slopes = jax.vmap(problem.slope)(cands)
-
-  def ascend(rs, slopes, first, last):
-    """Iterations first..last−1 from each start: DC steps, then Newton steps on F."""
-    def run(r, slope):
-      for dc, lo, hi in ((True, first, min(last, config.dc_iterations)),
-                         (False, max(first, config.dc_iterations), last)):
-        if hi > lo:
-          step = lambda x, _, dc=dc: (_ascent_step(x, problem, r_max, config, slope if dc else None),
-                                      None)
-          r = jax.lax.scan(step, r, None, length=hi - lo)[0]
-      return r
-    return jax.vmap(run)(rs, slopes)
-
   if config.keep < cands.shape[0]:
-    cands = ascend(cands, slopes, 0, config.prune_after)
+    slopes = jax.vmap(problem.slope)(cands)
+    cands = _refine(problem, r_max, cands, config, 0, config.prune_after, slopes)
     _, idx = jax.lax.top_k(F(cands), config.keep)
-    cands = ascend(cands[idx], slopes[idx], config.prune_after, config.iterations)
+    cands = _refine(problem, r_max, cands[idx], config, config.prune_after, config.iterations,
+                    slopes[idx])
   else:
-    cands = ascend(cands, slopes, 0, config.iterations)
+    cands = _refine(problem, r_max, cands, config)
   return cands[jnp.argmax(F(cands))]
+
+
+def _refine(problem, r_max, starts, config, first=0, last=None, slopes=None):
+  """Iterations first..last−1 (default all) of step 2 from each start: DC steps with the slope
+  α ∇J*(r0) of the start r0 (the concave problem max ℓ(r) + α ∇J*(r0)·r of the policy π_{r0}
+  that the start stands for; `slopes` (n, A) when `starts` are not those r0), then Newton steps
+  on F; shape (n, A) -> (n, A)."""
+  last = config.iterations if last is None else last
+  slopes = jax.vmap(problem.slope)(starts) if slopes is None else slopes
+
+  def run(r, slope):
+    for dc, lo, hi in ((True, first, min(last, config.dc_iterations)),
+                       (False, max(first, config.dc_iterations), last)):
+      if hi > lo:
+        step = lambda x, _, dc=dc: (_ascent_step(x, problem, r_max, config, slope if dc else None),
+                                    None)
+        r = jax.lax.scan(step, r, None, length=hi - lo)[0]
+    return r
+  return jax.vmap(run)(starts, slopes)
 
 
 class _Problem(NamedTuple):
@@ -193,12 +205,14 @@ class _Problem(NamedTuple):
     return self.alpha * (objectives.optimal_policy(r, self.pi_ref, self.beta) - self.pi_cal)
 
   def derivatives(self, r):
-    """∇ℓ(r), shape (A,), and −∇²ℓ(r) = D diag((W_ab + W_ba) σ′(r_a − r_b)) Dᵀ, the Laplacian of
-    the comparison graph, shape (A, A); in closed form (cheaper than autodiff of ℓ)."""
-    a, b, D = objectives.pair_incidence(r.shape[0])
-    s = jax.nn.sigmoid(r @ D)                     # σ(r_a − r_b) over the pairs a < b
-    w_ab, w_ba = self.wins[a, b], self.wins[b, a]
-    return D @ (w_ab * (1.0 - s) - w_ba * s), (D * ((w_ab + w_ba) * s * (1.0 - s))) @ D.T
+    """∇ℓ(r), shape (A,), and −∇²ℓ(r) = diag(c 1) − c with c_ab = (W_ab + W_ba) σ′(r_a − r_b),
+    the Laplacian of the comparison graph, shape (A, A); in closed form over the dense (A, A)
+    differences, O(A²) (cheaper than autodiff of ℓ)."""
+    n = self.wins + self.wins.T
+    s = jax.nn.sigmoid(r[:, None] - r[None, :])   # σ(r_a − r_b)
+    c = n * s * (1.0 - s)
+    grad = jnp.sum(self.wins, axis=1) - jnp.sum(n * s, axis=1)
+    return grad, jnp.diag(jnp.sum(c, axis=1)) - c
 
 
 def _ascent_step(r, problem, r_max, config, slope=None):
@@ -221,10 +235,11 @@ def _ascent_step(r, problem, r_max, config, slope=None):
   g_free = jnp.where(free, g, 0.0)
   ridge = 1e-6 * (1.0 + jnp.max(jnp.diag(lap)) + jnp.max(jnp.diag(curv_j)))
   gmax = jnp.max(jnp.abs(g_free))
-  directions = [_truncated_cg(lap, g_free, free, ridge),          # Newton on ℓ + linear
-                g_free * r_max / jnp.where(gmax > 0, gmax, 1.0)]  # scaled projected gradient
+  cg = lambda m: _truncated_cg(m, g_free, free, ridge, jnp.diag(lap), config.cg_iterations)
+  directions = [cg(lap),                                            # Newton on ℓ + linear
+                g_free * r_max / jnp.where(gmax > 0, gmax, 1.0)]    # scaled projected gradient
   if slope is None:
-    directions.append(_truncated_cg(lap - curv_j, g_free, free, ridge))  # Newton on F
+    directions.append(cg(lap - curv_j))                             # Newton on F
     rank = problem.value
   else:
     rank = lambda x: problem.log_likelihood(x) + jnp.dot(slope, x)
@@ -236,32 +251,36 @@ def _ascent_step(r, problem, r_max, config, slope=None):
   return trial[jnp.argmax(values)]
 
 
-def _truncated_cg(m, b, free, ridge):
-  """Solves (m + ridge·I) x = b on the `free` coordinates by conjugate gradients, A steps.
+def _truncated_cg(m, b, free, ridge, diag, iterations):
+  """Solves (m + ridge·I) x = b on the `free` coordinates by conjugate gradients preconditioned
+  by `diag` + ridge (the Laplacian's diagonal, > 0), at most min(A + 2, `iterations`) steps.
 
   Stops at the first direction of non-positive curvature (Steihaug's truncation), so for an
-  indefinite m it still returns an ascent direction (or 0). Pure array ops: unlike a batched
-  LAPACK solve it vectorises over any number of seeds and starts.
+  indefinite m it still returns an ascent direction (or 0); stopped early it is an inexact
+  Newton direction, still one of ascent. Pure array ops: unlike a batched LAPACK solve it
+  vectorises over any number of seeds and starts, and runs on several CPU devices at once.
   """
   mask = free.astype(b.dtype)
   matvec = lambda p: mask * (m @ (mask * p)) + ridge * p
+  inv_diag = 1.0 / (diag + ridge)
   tiny = 1e-20 * (1.0 + jnp.dot(b, b))
 
   def body(_, carry):
-    x, res, p, rs, done = carry
+    x, res, p, rz, done = carry
     mp = matvec(p)
     curv = jnp.dot(p, mp)
     done = done | (curv <= 0)
-    step = jnp.where(done, 0.0, rs / jnp.where(curv > 0, curv, 1.0))
+    step = jnp.where(done, 0.0, rz / jnp.where(curv > 0, curv, 1.0))
     x, res = x + step * p, res - step * mp
-    rs_new = jnp.dot(res, res)
-    done = done | (rs_new <= tiny)
-    p = res + jnp.where(done, 0.0, rs_new / jnp.where(rs > 0, rs, 1.0)) * p
-    return x, res, p, rs_new, done
+    z = inv_diag * res
+    rz_new = jnp.dot(res, z)
+    done = done | (jnp.dot(res, res) <= tiny)
+    p = z + jnp.where(done, 0.0, rz_new / jnp.where(rz > 0, rz, 1.0)) * p
+    return x, res, p, rz_new, done
 
-  rs = jnp.dot(b, b)
-  init = (jnp.zeros_like(b), b, b, rs, rs <= tiny)
-  return jax.lax.fori_loop(0, b.shape[0] + 2, body, init)[0]
+  z = inv_diag * b
+  init = (jnp.zeros_like(b), b, z, jnp.dot(b, z), jnp.dot(b, b) <= tiny)
+  return jax.lax.fori_loop(0, min(b.shape[0] + 2, iterations), body, init)[0]
 
 
 def _vertices(A: int) -> np.ndarray:

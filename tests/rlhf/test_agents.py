@@ -141,3 +141,17 @@ def test_several_prompts_learn():
   res = rlhf.sweep(lambda: (env, rlhf.algorithm1(5.0)), {}, seeds=16, steps=400)
   first, last = res.regret[:, :50].mean(), res.regret[:, -50:].mean()
   assert last < 0.5 * first
+
+
+@pytest.mark.parametrize("name", ["xpo", "vpo"])
+def test_re_solving_only_the_sampled_prompt_equals_re_solving_them_all(name):
+  # A constant α with a fixed π_cal: each step re-solves the sampled prompt alone (and `init`
+  # the data-free problems). The same α given as a schedule re-solves every prompt every
+  # step; the two runs must deploy the same policies.
+  env = rlhf.random_instance(jax.random.key(1), num_prompts=5, num_actions=3, beta=0.5,
+                             r_max=2.0, deviation=1.0)
+  runs = [rlhf.simulate(env, rlhf.get(name, alpha=a), jax.random.key(0), 40)
+          for a in (2.0, schedules.constant(2.0))]
+  np.testing.assert_array_equal(runs[0].obs.x, runs[1].obs.x)
+  np.testing.assert_allclose(runs[0].regret, runs[1].regret, rtol=1e-4, atol=1e-6)
+  assert len(set(np.asarray(runs[0].obs.x).tolist())) > 1      # several prompts were sampled

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rbx import rlhf
-from rbx.rlhf import contextual, objectives, policies, practical
+from rbx.rlhf import contextual, policies, practical
 from rbx.rlhf.env import Prompt, Query
 
 
@@ -82,9 +82,6 @@ def test_xpo_loss_is_trls_on_a_hand_computed_case():
 @pytest.mark.parametrize("clip", [False, True])
 def test_loss_gradients_match_finite_differences(policy, clip):
   env = contextual.random_contextual(jax.random.key(2), 3, 4, 2, 0.5, 1.5, deviation=0.5)
-  # fresh incidence arrays: JAX keeps the int32 constants it made of the cached ones in float32
-  # tests, and indexing with them under x64 fails (int32 + int64)
-  objectives.pair_incidence.cache_clear()
   with jax.enable_x64(True):
     task = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), env.spec)
     pol = policies.POLICIES[policy]()
@@ -114,7 +111,6 @@ def test_loss_gradients_match_finite_differences(policy, clip):
     for alpha, cal, w in cases:
       g, fd = both(alpha, cal, w)
       np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
-  objectives.pair_incidence.cache_clear()              # and none made under x64 for later tests
 
 
 @pytest.fixture(scope="module")
