@@ -11,13 +11,13 @@ environments and agents in a registry (`rbx.core.registry`). Shared: `rbx.schedu
 `rbx.data` (data sets), `rbx.core` (protocol, sweep, driver, checkpoints, devices, results,
 plots), `rbx.config` and `rbx.experiment` (TOML configs and `rbx run`).
 
-With `RBX_NUM_CPU_DEVICES=all` set, importing rbx gives JAX one CPU device per core
-(`rbx.core.devices.use_every_core`; not if JAX has started or its CPU device count is set);
-sweeps shard their seeds over all local devices by default.
+Importing rbx gives JAX one CPU device per core (`rbx.core.devices.use_every_core`;
+`RBX_NUM_CPU_DEVICES=1` turns it off, and it does not apply if JAX has started or its CPU
+device count is set); sweeps shard their seeds over all local devices by default.
 """
 from rbx.core import devices as _devices
 
-_devices.use_every_core()                 # before any JAX work: RBX_NUM_CPU_DEVICES
+_devices.use_every_core()                 # before any JAX work: one CPU device per core
 
 from rbx import neural, rlhf, schedules  # noqa: E402
 from rbx.core.results import Results  # noqa: E402

@@ -1,9 +1,9 @@
 """Sharding the seed axis over local devices, and splitting seeds over hosts.
 
 CPU devices: `use_every_core`, run when `rbx` is imported, gives JAX one CPU device per core
-with `RBX_NUM_CPU_DEVICES=all` (or N devices with N), so that sweeps use every core; a count
-the user set for JAX is kept, and so is a backend already started. It is not the default
-(see `use_every_core` for the deadlock that keeps it off).
+(or `RBX_NUM_CPU_DEVICES` = N devices; 1 turns it off), so that sweeps use every core by
+default; a count the user set for JAX is kept, and so is a backend already started. A sweep
+whose program calls CPU LAPACK kernels runs on one device (`rbx.core.driver.NeedsOneDevice`).
 
 One host: `seed_mesh(n)` is a 1-D `jax.sharding.Mesh` named "seed" over n local devices;
 the driver runs each chunk under `jax.shard_map` with the seeds (and every leaf of the
@@ -25,20 +25,20 @@ from jax.sharding import AxisType, Mesh
 
 
 def use_every_core() -> int | None:
-  """Sets `jax_num_cpu_devices` from `RBX_NUM_CPU_DEVICES` ("all": the cores this process may
-  run on; or a count) unless the user chose a count for JAX itself (JAX_NUM_CPU_DEVICES,
-  `jax_num_cpu_devices`, XLA_FLAGS' --xla_force_host_platform_device_count) or JAX's backend
-  has started (its devices stay). Without `RBX_NUM_CPU_DEVICES`, JAX keeps its one CPU device:
-  with several, jaxlib 0.10's CPU LAPACK kernels (LU and Cholesky factorisations of matrices
-  above about 100 × 100, e.g. `jnp.linalg.solve` in an agent) deadlock when two devices call
-  them at once, so every core by default would hang such sweeps silently. Returns the count
-  set, or None.
+  """Sets `jax_num_cpu_devices` from `RBX_NUM_CPU_DEVICES` ("all", the default: the cores this
+  process may run on; or a count, 1 for JAX's single CPU device) unless the user chose a count
+  for JAX itself (JAX_NUM_CPU_DEVICES, `jax_num_cpu_devices`, XLA_FLAGS'
+  --xla_force_host_platform_device_count) or JAX's backend has started (its devices stay).
+  jaxlib 0.10's CPU LAPACK kernels (LU and Cholesky factorisations above about 100 × 100, e.g.
+  `jnp.linalg.solve` in a user's agent) deadlock when two devices call them at once; the sweep
+  finds such calls in its program before running it and then uses one device (with a warning),
+  so the default is safe. Returns the count set, or None.
 
   Raises:
     ValueError: `RBX_NUM_CPU_DEVICES` is neither "all" nor a positive integer.
   """
-  wanted = os.environ.get("RBX_NUM_CPU_DEVICES")
-  if (wanted is None or jax.config.jax_num_cpu_devices >= 0
+  wanted = os.environ.get("RBX_NUM_CPU_DEVICES", "all")
+  if (jax.config.jax_num_cpu_devices >= 0
       or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")):
     return None
   if wanted.strip().lower() == "all":

@@ -22,6 +22,7 @@ Memory (bytes): device ≈ G·S_block·(state per seed) + G·S_block·chunk·4 (
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -85,6 +86,16 @@ class Outcome(NamedTuple):
   complete: bool
 
 
+class NeedsOneDevice(RuntimeError):
+  """The program calls CPU LAPACK kernels (`calls`), which deadlock in jaxlib 0.10 when several
+  CPU devices call them at once (e.g. `jnp.linalg.solve` on matrices above ~100 × 100): such
+  a sweep must run on one CPU device. Raised before any step runs."""
+
+  def __init__(self, calls: list[str]):
+    super().__init__(f"the program calls CPU LAPACK kernels ({', '.join(calls)})")
+    self.calls = calls
+
+
 def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapshot | None = None,
         on_chunk: Callable[[Snapshot], None] | None = None, stop: Callable[[], bool] | None = None,
         progress: bool = False) -> Outcome:
@@ -122,7 +133,12 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
   def compiled(key, what, make, *args):
     if key not in programs:
       begin = time.perf_counter()
-      programs[key] = make().lower(*args).compile()
+      lowered = make().lower(*args)
+      if n_dev > 1 and mesh.devices.flat[0].platform == "cpu":
+        calls = sorted(set(re.findall(r"@(lapack_\w+)", lowered.as_text())))
+        if calls:
+          raise NeedsOneDevice(calls)
+      programs[key] = lowered.compile()
       seconds = time.perf_counter() - begin
       stats["compile_seconds"] += seconds
       compiles.append((what, seconds))

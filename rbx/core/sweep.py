@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -85,8 +86,15 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   _check_memory(plan, options, num_seeds, mesh, checkpoint=on_chunk is not None)
   seeds = seed_list(seeds)
   plan = plan._replace(seeds=devices_lib.process_slice(seeds))
-  out = driver.run(plan, options, mesh=mesh, start=start, on_chunk=on_chunk, stop=stop,
-                   progress=progress)
+  try:
+    out = driver.run(plan, options, mesh=mesh, start=start, on_chunk=on_chunk, stop=stop,
+                     progress=progress)
+  except driver.NeedsOneDevice as e:
+    warnings.warn(f"{e}: they deadlock when several CPU devices call them at once (jaxlib "
+                  f"0.10), so this sweep runs on one CPU device instead of {mesh.devices.size}",
+                  stacklevel=2)
+    out = driver.run(plan, options, mesh=None, start=start, on_chunk=on_chunk, stop=stop,
+                     progress=progress)
   stats = out.stats
   timing = dict(compile_seconds=stats["compile_seconds"], run_seconds=stats["run_seconds"],
                 seed_steps=int(stats["seed_steps"]),

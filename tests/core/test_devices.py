@@ -1,6 +1,6 @@
-"""`import rbx` gives JAX one CPU device per core with RBX_NUM_CPU_DEVICES=all unless the user
-chose a count or JAX has started; default sweeps shard over them (at most one device per seed) with the one-device
-results."""
+"""`import rbx` gives JAX one CPU device per core (RBX_NUM_CPU_DEVICES: a count, 1 = off) unless
+the user chose a count or JAX has started; default sweeps shard over them (at most one device
+per seed) with the one-device results, and a program that calls CPU LAPACK runs on one."""
 import os
 import subprocess
 import sys
@@ -25,11 +25,11 @@ def _count(before="", **env):
   return int(out.stdout.split()[-1])
 
 
-def test_one_cpu_device_per_core_when_asked():
-  # not by default: see rbx.core.devices.use_every_core (a LAPACK deadlock with several)
-  assert _count() == 1
+def test_one_cpu_device_per_core_by_default():
+  assert _count() == len(os.sched_getaffinity(0))
   assert _count(RBX_NUM_CPU_DEVICES="all") == len(os.sched_getaffinity(0))
   assert _count(RBX_NUM_CPU_DEVICES="3") == 3
+  assert _count(RBX_NUM_CPU_DEVICES="1") == 1
 
 
 def test_a_count_the_user_set_for_jax_is_kept():
@@ -67,3 +67,37 @@ def test_default_sweeps_shard_over_every_device_with_one_device_results():
       print("identical")
   """, RBX_NUM_CPU_DEVICES="3", PYTHONPATH=str(ROOT / "tests"))
   assert out.returncode == 0 and "identical" in out.stdout, out.stderr[-3000:]
+
+
+def test_a_program_that_calls_cpu_lapack_runs_on_one_device():
+  # jaxlib 0.10's CPU LAPACK kernels deadlock when several CPU devices call them at once
+  # (rbx.core.driver.NeedsOneDevice): the sweep finds the calls in the lowered program and
+  # runs on one device, with a warning and the one-device results. (Small matrices here, which
+  # do not deadlock, so a regression fails the assertions instead of hanging.)
+  out = _python("""
+      import warnings
+      import jax, jax.numpy as jnp, numpy as np
+      import rbx
+      from rbx import core, neural
+      assert jax.local_device_count() == 2
+      def ridge_greedy():
+        def act(key, state, obs, spec):
+          theta = jnp.linalg.solve(state[0][obs.block], state[1][obs.block][..., None])[..., 0]
+          return state, jnp.argmax(jnp.sum(theta * obs.x, axis=1))
+        def update(key, state, obs, arm, reward, spec):
+          x, b = obs.x[arm], obs.block[arm]
+          return state[0].at[b].add(jnp.outer(x, x)), state[1].at[b].add(reward * x)
+        init = lambda key, spec, horizon: (jnp.broadcast_to(jnp.eye(spec.dim), (spec.num_blocks, spec.dim, spec.dim)),
+                                           jnp.zeros((spec.num_blocks, spec.dim)))
+        return core.Agent("ridge_greedy", init, act, update)
+      env = neural.synthetic("linear", dim=4, num_arms=2)
+      run = lambda devices: rbx.sweep(lambda: (env, ridge_greedy()), {}, seeds=4, steps=5,
+                                      devices=devices, progress=False).regret
+      with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        many = run(None)
+      assert any("lapack_" in str(w.message) and "one CPU device" in str(w.message) for w in caught)
+      assert np.array_equal(many, run(1))
+      print("one device")
+  """, RBX_NUM_CPU_DEVICES="2")
+  assert out.returncode == 0 and "one device" in out.stdout, out.stderr[-3000:]
