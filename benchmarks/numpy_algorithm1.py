@@ -4,7 +4,9 @@ write without rbx. The reference side of `rlhf_throughput.py`; it shares no code
 Single prompt (the bandit setting of the paper's section 4). The reward step (3.2a) uses the
 same method as rbx's solver (vertex multi-start; per start, DC steps on the concave problem of
 the start's policy, then safeguarded projected Newton steps on F; a fixed step-size grid),
-with `np.linalg.solve` for the Newton systems.
+with `np.linalg.solve` for the Newton systems (rbx: at most `cg_iterations` preconditioned
+conjugate-gradient steps, which vectorise over seeds and starts; a direct solve is what a
+NumPy loop would use, and at these sizes it costs the loop no more).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_itera
   if A <= 5:
     cands += [np.array(v, float) * r_max for v in itertools.product([0, 1], repeat=A)][1:-1]
   else:
+    cands += list(np.eye(A) * r_max)                                # the one-action vertices
     for score in (np.log(pi_ref) - np.log(np.maximum(pi_cal, 1e-300)), r_init):
       order = np.argsort(-score)
       cands += [np.isin(np.arange(A), order[:k]) * r_max for k in range(1, A)]

@@ -136,7 +136,7 @@ def random_problem(rng: np.random.Generator, A: int):
   return dict(wins=wins, pi_ref=pi_ref, pi_cal=pi_cal, beta=beta, alpha=alpha, r_max=r_max)
 
 
-def warm_search_gaps(env, alpha, seeds: int, steps: int, solver, reference) -> np.ndarray:
+def trajectory_gaps(env, alpha, seeds: int, steps: int, solver, reference) -> np.ndarray:
   """Algorithm 1 at constant α with `solver` along its own trajectories; at every step and
   prompt, how far F at its r^(t+1) lies below a `reference` solve of the same problem (3.2a)
   from the same warm start: (F_ref − F) / |F_ref|, shape (seeds, steps, X). Negative where
@@ -160,7 +160,7 @@ def warm_search_gaps(env, alpha, seeds: int, steps: int, solver, reference) -> n
     return (inner_state, state[1]), query
 
   X = env.spec.pi_ref.shape[0]
-  agent = Agent("tracked", lambda k, spec, h: (inner.init(k, spec, h), jnp.zeros(X)), act, update)
+  agent = Agent("gaps", lambda k, spec, h: (inner.init(k, spec, h), jnp.zeros(X)), act, update)
   run = pair(env, agent, steps)
 
   def one(key):

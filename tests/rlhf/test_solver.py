@@ -69,9 +69,9 @@ def test_alpha_zero_is_the_box_constrained_mle():
   np.testing.assert_allclose(g, 0.0, atol=1e-3)           # interior MLE: stationary
 
 
-def test_large_action_sets_use_threshold_vertices():
+def test_large_action_sets_use_threshold_and_one_action_vertices():
   # A above max_vertex_actions: still a valid, finite point in the box that beats every
-  # threshold vertex and the centre.
+  # threshold vertex, every one-action vertex and the centre.
   rng = np.random.default_rng(0)
   A = 10
   wins = jnp.asarray(rng.integers(0, 5, (A, A)), jnp.float32)
@@ -84,7 +84,8 @@ def test_large_action_sets_use_threshold_vertices():
   centre = F(np.ones(A))
   order = np.argsort(-(np.log(pi_ref) - np.log(pi_cal)))
   vertices = [F(2.0 * np.isin(np.arange(A), order[:k])) for k in range(1, A)]
-  assert F(r) >= max([centre] + vertices) - 1e-4
+  one_action = [F(2.0 * np.eye(A)[a]) for a in range(A)]
+  assert F(r) >= max([centre] + vertices + one_action) - 1e-4
 
 
 @pytest.mark.slow
@@ -130,3 +131,17 @@ def test_closed_form_derivatives_match_autodiff():
   np.testing.assert_allclose(problem.slope(r),
                              jax.grad(lambda x: problem.value(x) - problem.log_likelihood(x))(r),
                              rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_algorithm1s_solves_along_its_trajectories_reach_the_global_maximum():
+  # The solver as the agent uses it (warm start: the last step's r; π_cal = π^(t)), on A = 4
+  # at small β (many basins): every step's F within 1e-3 of a long 64-start solve of the same
+  # problem. The control, two starts, misses it, so the check can fail.
+  env = rlhf.random_instance(jax.random.key(5), 1, 4, 0.1, 4.0, deviation=2.0)
+  long = rlhf.SolverConfig(iterations=30, dc_iterations=10, line_search=6, starts=64,
+                           cg_iterations=64)
+  gaps = ref.trajectory_gaps(env, 3.0, 16, 40, rlhf.SolverConfig(), long)
+  assert gaps.max() <= 1e-3
+  control = ref.trajectory_gaps(env, 3.0, 16, 40, rlhf.SolverConfig(starts=2, keep=2), long)
+  assert control.max() > 1e-3
