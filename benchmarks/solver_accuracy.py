@@ -29,6 +29,7 @@ from rbx import rlhf  # noqa: E402
 S = rlhf.SolverConfig
 CONFIGS = {
     "default": S(),
+    "3 step sizes, 6 CG steps": S(line_search=3, cg_iterations=6),
     "exact CG (cg_iterations=A+2)": S(cg_iterations=1000),
     "no DC phase (dc_iterations=0)": S(dc_iterations=0),
 }
