@@ -280,8 +280,10 @@ def reference_fit(theta: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
     return (th, os, updates + 1, passes + end, jnp.where(end, 0, i),
             jnp.where(end, 0.0, total), done)
 
-  zero = jnp.zeros((), jnp.int32)
-  carry = (theta, opt.init(theta), zero, zero, zero, jnp.zeros(()), jnp.zeros((), bool))
+  # The counters start from the buffer's count, not from constants: under `shard_map` (the
+  # sweep's seed axis over several devices) they must vary over the seeds like the body's.
+  zero = n * 0
+  carry = (theta, opt.init(theta), zero, zero, zero, n_f * 0.0, n < 0)
   th, os, updates, passes, *_ = jax.lax.while_loop(cond, body, carry)
   return ReferenceFit(th, os, updates, passes)
 
