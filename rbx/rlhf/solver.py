@@ -124,11 +124,14 @@ def _solve_beta0(problem, r_max, r_init, config):
   A = problem.pi_ref.shape[0]
   slopes = problem.alpha * (jnp.eye(A) - problem.pi_cal[None])            # (A, A), row a*
   cands = [jnp.eye(A)[:, None] * r_max, jnp.full((A, 1, A), 0.5) * r_max]  # (A, 1, A) each
+  ells = [problem.vertex_log_likelihood(jnp.eye(A), r_max),               # ℓ of each, (A,)
+          jnp.full(A, -jnp.log(2.0) * jnp.sum(problem.wins))]
   if r_init is not None:
-    cands.append(jnp.broadcast_to(jnp.clip(r_init, 0.0, r_max), (A, 1, A)))
+    r0 = jnp.clip(r_init, 0.0, r_max)
+    cands.append(jnp.broadcast_to(r0, (A, 1, A)))
+    ells.append(jnp.full(A, problem.log_likelihood(r0)))
   cands = jnp.concatenate(cands, axis=1)                                  # (A, starts, A)
-  M = lambda r, slope: problem.log_likelihood(r) + jnp.dot(slope, r)
-  values = jax.vmap(jax.vmap(M, (0, None)))(cands, slopes)
+  values = jnp.stack(ells, axis=1) + jnp.sum(cands * slopes[:, None], axis=2)   # M_{a*}
   starts = cands[jnp.arange(A), jnp.argmax(values, axis=1)]               # (A, A)
 
   def run(r, slope):
@@ -139,30 +142,43 @@ def _solve_beta0(problem, r_max, r_init, config):
   return rs[jnp.argmax(jax.vmap(problem.value)(rs))]
 
 
-def _candidates(problem, r_max, r_init, config):
-  """Step 1's candidate starts without the warm start: the centre and the vertices (all
-  non-constant ones for A ≤ `max_vertex_actions`, else the A one-action vertices and the
-  threshold vertices of the two orderings); shape (C, A)."""
+def _candidates(problem, r_init, config):
+  """Step 1's candidate starts without the warm start, as indicators h ∈ {0, 1}^A of their
+  high actions (the vertex r_max·h; the all-zero row stands for the centre): the centre and
+  the vertices (all non-constant ones for A ≤ `max_vertex_actions`, else the A one-action
+  vertices and the threshold vertices of the two orderings); shape (C, A)."""
   A = problem.pi_ref.shape[0]
-  cands = [jnp.full((1, A), 0.5) * r_max]
+  cands = [jnp.zeros((1, A))]
   if A <= config.max_vertex_actions:
-    cands.append(jnp.asarray(_vertices(A)) * r_max)
+    cands.append(jnp.asarray(_vertices(A)))
   else:
     orders = [jnp.log(problem.pi_ref) - jnp.log(problem.pi_cal)]
     if r_init is not None:
       orders.append(r_init)
-    cands += [jnp.eye(A) * r_max] + [_threshold_vertices(o) * r_max for o in orders]
+    cands += [jnp.eye(A)] + [_threshold_vertices(o) for o in orders]
   return jnp.concatenate(cands)
+
+
+def _screened(problem, r_max, r_init, config):
+  """The candidate starts (the centre, the vertices, the warm start) and F at each; (C, A), (C,).
+  F at the vertices comes from `_Problem.vertex_values` (no (C, A, A) arrays: A = 1000 has
+  ~3,000 candidates)."""
+  h = _candidates(problem, r_init, config)
+  values = problem.vertex_values(h, r_max)
+  cands = jnp.where(jnp.any(h > 0, axis=1, keepdims=True), h * r_max, 0.5 * r_max)
+  if r_init is not None:
+    r0 = jnp.clip(r_init, 0.0, r_max)
+    cands = jnp.concatenate([cands, r0[None]])
+    values = jnp.concatenate([values, problem.value(r0)[None]])
+  return cands, values
 
 
 def _solve_dc(problem, r_max, r_init, config):
   """β > 0 (module docstring, steps 1–3): vertex starts, DC then Newton steps; shape (A,)."""
   F = jax.vmap(problem.value)
-  cands = _candidates(problem, r_max, r_init, config)
-  if r_init is not None:
-    cands = jnp.concatenate([cands, jnp.clip(r_init, 0.0, r_max)[None]])
+  cands, values = _screened(problem, r_max, r_init, config)
   if cands.shape[0] > config.starts:
-    _, idx = jax.lax.top_k(F(cands), config.starts)
+    _, idx = jax.lax.top_k(values, config.starts)
     cands = cands[idx]
   if config.keep < cands.shape[0]:
     slopes = jax.vmap(problem.slope)(cands)
@@ -209,6 +225,25 @@ class _Problem(NamedTuple):
   def log_likelihood(self, r):
     """ℓ(r) of (2.2), scalar."""
     return objectives.log_likelihood(r, self.wins)
+
+  def vertex_log_likelihood(self, h, r_max):
+    """ℓ at the vertices r_max·h for indicators h (C, A) ∈ {0, 1}: every difference is r_max,
+    −r_max or 0, so ℓ = log σ(r_max) W(H → L) + log σ(−r_max) W(L → H) − log 2 · W(same side),
+    with W(H → L) = hᵀW(1 − h) the wins of high over low actions; products with W only, O(CA²)
+    in one matrix product and no transcendental a pair; shape (C,)."""
+    w = self.wins
+    hw = h @ w                                       # (C, A): Σ_a h_a W_ab
+    high_high = jnp.sum(hw * h, axis=1)
+    high_low = jnp.sum(hw, axis=1) - high_high
+    low_high = h @ jnp.sum(w, axis=0) - high_high
+    same = jnp.sum(w) - high_low - low_high
+    return (jax.nn.log_sigmoid(r_max) * high_low + jax.nn.log_sigmoid(-r_max) * low_high
+            - jnp.log(2.0) * same)
+
+  def vertex_values(self, h, r_max):
+    """F at the vertices r_max·h (the all-zero row: any constant vector), shape (C,)."""
+    j_star = lambda r: objectives.J_star(r, self.pi_ref, self.pi_cal, self.beta)
+    return self.vertex_log_likelihood(h, r_max) + self.alpha * jax.vmap(j_star)(h * r_max)
 
   def slope(self, r):
     """α ∇J*(r) = α (π_r − π_cal), shape (A,)."""

@@ -145,3 +145,17 @@ def test_algorithm1s_solves_along_its_trajectories_reach_the_global_maximum():
   assert gaps.max() <= 1e-3
   control = ref.trajectory_gaps(env, 3.0, 16, 40, rlhf.SolverConfig(starts=2, keep=2), long)
   assert control.max() > 1e-3
+
+
+def test_vertex_values_are_the_objective_at_the_vertices():
+  # The screen's closed form (products with W, no transcendental a pair) against F itself, at
+  # every vertex of A = 4 and at the all-zero row (the centre: F is shift-invariant).
+  from rbx.rlhf.solver import _Problem, _vertices
+  p = PROBLEMS[30]
+  problem = _Problem(*(jnp.asarray(p[k], jnp.float32) for k in ("wins", "pi_ref", "pi_cal")),
+                     p["beta"], p["alpha"])
+  h = jnp.concatenate([jnp.zeros((1, 4)), jnp.asarray(_vertices(4))])
+  r_max = jnp.float32(p["r_max"])
+  direct = jax.vmap(problem.value)(h * r_max)
+  np.testing.assert_allclose(problem.vertex_values(h, r_max), direct, rtol=1e-5,
+                             atol=1e-5 * float(jnp.max(jnp.abs(direct))))
