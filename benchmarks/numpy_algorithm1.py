@@ -41,7 +41,8 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_itera
       order = np.argsort(-score)
       cands += [np.isin(np.arange(A), order[:k]) * r_max for k in range(1, A)]
   cands = np.array(cands, float)
-  values = objective(cands, wins, pi_ref, pi_cal, beta, alpha)
+  values = np.concatenate([objective(cands[i:i + 64], wins, pi_ref, pi_cal, beta, alpha)
+                           for i in range(0, len(cands), 64)])   # (64, A, A) at a time
   cands = cands[np.argsort(-values)[:starts]]
   best, best_value = None, -np.inf
   for r in cands:
