@@ -34,6 +34,7 @@ CONFIGS = {
     "no DC phase (dc_iterations=0)": S(dc_iterations=0),
 }
 STRONG = S(iterations=40, dc_iterations=20, line_search=12, starts=64, cg_iterations=1000)
+TRAJECTORY_CONFIGS = ("default", "3 step sizes, 6 CG steps")
 TRAJECTORIES = {2: (64, 100), 4: (64, 100), 10: (32, 60), 50: (8, 20), 200: (2, 6)}   # seeds, T
 
 
@@ -49,7 +50,7 @@ def solve(problems, cfg):
 
 def report(label, gap):
   """One line: the largest relative gap below the reference and the miss rates."""
-  print(f"  {label:32s} max gap {gap.max():9.2e}   > 1e-5: {(gap > 1e-5).mean():6.1%}"
+  print(f"  {label:52s} max gap {gap.max():9.2e}   > 1e-5: {(gap > 1e-5).mean():6.1%}"
         f"   > 1e-3: {(gap > 1e-3).mean():6.1%}   of {gap.size}", flush=True)
 
 
@@ -78,8 +79,9 @@ def main():
     seeds, steps = TRAJECTORIES[A]
     for beta, r_max, dev in ((0.5, 2.0, 1.0), (0.1, 4.0, 2.0)):
       env = rlhf.random_instance(jax.random.key(A), 1, A, beta, r_max, deviation=dev)
-      gaps = ref.trajectory_gaps(env, 3.0, seeds, steps, S(), STRONG._replace(starts=64))
-      report(f"A = {A}, β = {beta} ({seeds} seeds × {steps})", gaps.ravel())
+      for label in TRAJECTORY_CONFIGS:
+        gaps = ref.trajectory_gaps(env, 3.0, seeds, steps, CONFIGS[label], STRONG)
+        report(f"A = {A}, β = {beta} ({seeds} × {steps}), {label}", gaps.ravel())
 
 
 if __name__ == "__main__":

@@ -253,8 +253,8 @@ class _Problem(NamedTuple):
     """∇ℓ(r), shape (A,), and −∇²ℓ(r) = diag(c 1) − c with c_ab = (W_ab + W_ba) σ′(r_a − r_b),
     the Laplacian of the comparison graph, shape (A, A); in closed form over the dense (A, A)
     differences, O(A²) (cheaper than autodiff of ℓ). Row sums are products with a ones
-    vector, σ is 1/(1 + e^(−d)): on XLA:CPU both run about twice as fast as `jnp.sum` over
-    the last axis and `jax.nn.sigmoid` on these small batched matrices."""
+    vector: on XLA:CPU about 6× faster than `jnp.sum` over the last axis on these small
+    batched matrices (`python benchmarks/solver_profile.py`, table 2)."""
     A = r.shape[0]
     ones = jnp.ones(A, r.dtype)
     n = self.wins + self.wins.T
@@ -302,9 +302,10 @@ def _ascent_step(r, problem, r_max, config, slope=None):
 # From this many actions on, starts and trial points are mapped one after another (the seeds
 # of a batch still vmapped) instead of vmapped: each holds (A, A) temporaries, and vmapping
 # 16 starts × 5–7 trial points × the seeds of a batch leaves the CPU's caches (at A = 1000 it
-# exhausted the host's memory). Measured, one sweep each way on 2 cores: A = 200 5.2× faster
-# mapped, A = 50 1.1×, A = 10 the same, A = 3 2.4× slower.
-_SEQUENTIAL_FROM = 16
+# exhausted the host's memory). `python benchmarks/solver_profile.py` (table 3, Algorithm 1
+# sweeps on one device), mapped against vmapped: A = 200 4.8× faster; A = 3, 10, 50 0.34×,
+# 0.73×, 0.75× (slower).
+_SEQUENTIAL_FROM = 128
 
 
 def _each(f, xs, num_actions):

@@ -1,0 +1,111 @@
+"""Where a solve of (3.1a)/(3.2a) spends its time: the figures behind `rlhf/solver.py`'s choices.
+
+1. One ascent step (`solver._ascent_step`, jitted, vmapped over random problems, one device)
+   with parts switched off: the default, no CG (`cg_iterations=0`), one step size
+   (`line_search=1`), both; for the Newton steps on F and the DC steps.
+2. The Laplacian's pieces: σ as `jax.nn.sigmoid` or 1/(1 + e^(−d)); row sums as `jnp.sum` over
+   the last axis or a product with a ones vector.
+3. Algorithm 1 sweeps with the starts and trial points vmapped or mapped one after another
+   (`solver._SEQUENTIAL_FROM`), per A, one device.
+
+    python benchmarks/solver_profile.py                 # A = 10 for 1-2, A ∈ {3, 10, 50, 200} for 3
+    python benchmarks/solver_profile.py --actions 10 50 --batch 4096
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbx import rlhf
+from rbx.rlhf import solver
+
+
+def best_ms(f, *args, repeats=5):
+  jax.block_until_ready(f(*args))
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    jax.block_until_ready(f(*args))
+    times.append(time.perf_counter() - start)
+  return 1e3 * min(times)
+
+
+def problems(A, n, seed=0):
+  rng = np.random.default_rng(seed)
+  f32 = lambda x: jnp.asarray(x, jnp.float32)
+  return (f32(rng.integers(0, 5, (n, A, A))), f32(rng.dirichlet(np.ones(A), n)),
+          f32(rng.dirichlet(np.ones(A), n)), f32(rng.uniform(0, 2, (n, A))))
+
+
+def step_table(A, n):
+  print(f"1. one ascent step, A = {A}, {n} problems (ms)")
+  args = problems(A, n)
+  for label, cfg in [("default", solver.SolverConfig()),
+                     ("no CG", solver.SolverConfig(cg_iterations=0)),
+                     ("one step size", solver.SolverConfig(line_search=1)),
+                     ("neither", solver.SolverConfig(cg_iterations=0, line_search=1))]:
+    row = []
+    for dc in (False, True):
+      def step(w, pr, pc, r, cfg=cfg, dc=dc):
+        prob = solver._Problem(w, pr, pc, 0.5, 3.0)
+        return solver._ascent_step(r, prob, jnp.float32(2.0), cfg, 0.1 * r if dc else None)
+      row.append(best_ms(jax.jit(jax.vmap(step)), *args))
+    print(f"  {label:14s} F step {row[0]:7.1f}   DC step {row[1]:7.1f}", flush=True)
+
+
+def laplacian_table(A, n):
+  print(f"2. the Laplacian's pieces, A = {A}, {n} problems (ms)")
+  w, _, _, r = problems(A, n)
+  ones = jnp.ones(A)
+  diff = lambda r: r[:, None] - r[None, :]
+  forms = {"sigma: jax.nn.sigmoid": lambda r, w: jax.nn.sigmoid(diff(r)),
+           "sigma: 1/(1 + e^-d)": lambda r, w: 1.0 / (1.0 + jnp.exp(-diff(r))),
+           "row sums: jnp.sum(axis=1)": lambda r, w: jnp.sum(w * r[None, :], axis=1),
+           "row sums: (w * r) @ ones": lambda r, w: (w * r[None, :]) @ ones,
+           "derivatives (as in the solver)":
+               lambda r, w: solver._Problem(w, None, None, 0.5, 3.0).derivatives(r)}
+  for label, f in forms.items():
+    print(f"  {label:32s} {best_ms(jax.jit(jax.vmap(f)), r, w):7.2f}", flush=True)
+
+
+# (seeds, steps) of the sweeps of table 3, per A
+SWEEPS = {3: (1024, 100), 10: (1024, 20), 50: (256, 4), 200: (16, 2), 1000: (2, 1)}
+
+
+def mapping_table(actions):
+  print("3. Algorithm 1 (α = 3) through rlhf.sweep on one device, starts and trial points "
+        "vmapped vs mapped (seed-steps/s)")
+  saved = solver._SEQUENTIAL_FROM
+  try:
+    for A in actions:
+      seeds, steps = SWEEPS.get(A, (2, 1))
+      env = rlhf.random_instance(jax.random.key(A), 1, A, 0.5, 2.0, deviation=1.0)
+      row = []
+      for threshold in (10 ** 9, 0):           # vmapped everywhere, mapped everywhere
+        solver._SEQUENTIAL_FROM = threshold
+        timing = rlhf.sweep(lambda: (env, rlhf.algorithm1(3.0)), {}, seeds=seeds, steps=steps,
+                            devices=1, progress=False).timing
+        row.append(timing["seed_steps_per_second"])
+      print(f"  A = {A:4d}, {seeds} seeds x {steps} steps: vmapped {row[0]:9.1f}   mapped "
+            f"{row[1]:9.1f}   mapped / vmapped {row[1] / row[0]:5.2f}x", flush=True)
+  finally:
+    solver._SEQUENTIAL_FROM = saved
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("--actions", nargs="+", type=int, default=[3, 10, 50, 200])
+  p.add_argument("--batch", type=int, default=16384, help="problems for tables 1-2 (A = 10)")
+  args = p.parse_args()
+  print(f"jax {jax.__version__}, {jax.devices()[0].platform}; jitted calls on one device, best of 5")
+  step_table(10, args.batch)
+  laplacian_table(10, args.batch)
+  mapping_table(args.actions)
+
+
+if __name__ == "__main__":
+  main()
