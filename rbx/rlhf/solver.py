@@ -13,9 +13,8 @@ Method (fixed iteration counts, so it jits and vmaps):
    otherwise the A one-action vertices r_max·e_a (a policy on one answer: the basins that
    matter at small β, where J* is nearly max_a r_a) and the A − 1 "threshold" vertices of two
    orderings (by log π_ref − log π_cal, the vertex order of the data-free problem, and by the
-   warm start). Without the one-action vertices, Algorithm 1's solves at A = 10, β = 0.1
-   missed the global maximum by > 1e-3 on 4.4% of steps, with them on 1.9%
-   (benchmarks/solver_accuracy.py). The constant vector
+   warm start); `tests/rlhf/test_solver.py` checks that the solution beats every one of
+   them. The constant vector
    (placed at r_max/2) and the warm start `r_init` are always candidates. F is evaluated at
    all of them and the best `starts` are refined (optionally only the best `keep` of them
    after `prune_after` iterations: faster, but on the tests' random instances keeping fewer
