@@ -52,7 +52,9 @@ def step_table(A, n):
     for dc in (False, True):
       def step(w, pr, pc, r, cfg=cfg, dc=dc):
         prob = solver._Problem(w, pr, pc, 0.5, 3.0)
-        return solver._ascent_step(r, prob, jnp.float32(2.0), cfg, 0.1 * r if dc else None)
+        slope = 0.1 * r if dc else None
+        return solver._ascent_step(r, solver._ranked(prob, slope)(r), prob, jnp.float32(2.0), cfg,
+                                   slope)
       row.append(best_ms(jax.jit(jax.vmap(step)), *args))
     print(f"  {label:14s} F step {row[0]:7.1f}   DC step {row[1]:7.1f}", flush=True)
 

@@ -134,8 +134,9 @@ def _solve_beta0(problem, r_max, r_init, config):
   starts = cands[jnp.arange(A), jnp.argmax(values, axis=1)]               # (A, A)
 
   def run(r, slope):
-    step = lambda x, _: (_ascent_step(x, problem, r_max, config, slope), None)
-    return jax.lax.scan(step, r, None, length=config.iterations)[0]
+    step = lambda carry, _: (_ascent_step(*carry, problem, r_max, config, slope), None)
+    return jax.lax.scan(step, (r, _ranked(problem, slope)(r)), None,
+                        length=config.iterations)[0][0]
 
   rs = jax.vmap(run)(starts, slopes)
   return rs[jnp.argmax(jax.vmap(problem.value)(rs))]
@@ -202,9 +203,9 @@ def _refine(problem, r_max, starts, config, first=0, last=None, slopes=None):
     for dc, lo, hi in ((True, first, min(last, config.dc_iterations)),
                        (False, max(first, config.dc_iterations), last)):
       if hi > lo:
-        step = lambda x, _, dc=dc: (_ascent_step(x, problem, r_max, config, slope if dc else None),
-                                    None)
-        r = jax.lax.scan(step, r, None, length=hi - lo)[0]
+        s = slope if dc else None
+        step = lambda carry, _, s=s: (_ascent_step(*carry, problem, r_max, config, s), None)
+        r = jax.lax.scan(step, (r, _ranked(problem, s)(r)), None, length=hi - lo)[0][0]
     return r
   return _each(lambda a: run(*a), (starts, slopes), starts.shape[1])
 
@@ -262,8 +263,17 @@ class _Problem(NamedTuple):
     return self.wins @ ones - (n * s) @ ones, jnp.eye(A, dtype=r.dtype) * (c @ ones)[:, None] - c
 
 
-def _ascent_step(r, problem, r_max, config, slope=None):
-  """One safeguarded projected Newton step (module docstring, step 2).
+def _ranked(problem, slope=None):
+  """The function a step ranks its trial points by: M(x) = ℓ(x) + s·x for a `slope` s (A,)
+  (a DC step), else F."""
+  if slope is None:
+    return problem.value
+  return lambda x: problem.log_likelihood(x) + jnp.dot(slope, x)
+
+
+def _ascent_step(r, value, problem, r_max, config, slope=None):
+  """One safeguarded projected Newton step (module docstring, step 2) from r, whose ranked
+  value (`_ranked`) is `value`; returns the next point and its value, shapes (A,), ().
 
   With a `slope` s (A,), the step ascends the concave function M(x) = ℓ(x) + s·x and ranks its
   trial points by M (a DC step); otherwise it ascends F, ranks by F, and also tries the Newton
@@ -287,15 +297,13 @@ def _ascent_step(r, problem, r_max, config, slope=None):
                 g_free * r_max / jnp.where(gmax > 0, gmax, 1.0)]    # scaled projected gradient
   if slope is None:
     directions.append(cg(lap - curv_j))                             # Newton on F
-    rank = problem.value
-  else:
-    rank = lambda x: problem.log_likelihood(x) + jnp.dot(slope, x)
   sizes = config.shrink ** jnp.arange(config.line_search, dtype=jnp.float32)
   trial = jnp.clip(r + sizes[:, None, None] * jnp.stack(directions)[None], 0.0, r_max)
   trial = jnp.concatenate([r[None], trial.reshape(-1, r.shape[0])])
-  values = _each(rank, trial, r.shape[0])
-  values = jnp.where(jnp.isfinite(values), values, -jnp.inf)
-  return trial[jnp.argmax(values)]
+  values = _each(_ranked(problem, slope), trial[1:], r.shape[0])
+  values = jnp.concatenate([value[None], jnp.where(jnp.isfinite(values), values, -jnp.inf)])
+  best = jnp.argmax(values)
+  return trial[best], values[best]
 
 
 # From this many actions on, starts and trial points are mapped one after another (the seeds
@@ -341,7 +349,8 @@ def _truncated_cg(m, b, free, ridge, diag, iterations):
 
   z = inv_diag * b
   init = (jnp.zeros_like(b), b, z, jnp.dot(b, z), jnp.dot(b, b) <= tiny)
-  return jax.lax.fori_loop(0, min(b.shape[0] + 2, iterations), body, init)[0]
+  steps = min(b.shape[0] + 2, iterations)     # unrolled when short (as the defaults are)
+  return jax.lax.fori_loop(0, steps, body, init, unroll=steps <= 8)[0]
 
 
 def _vertices(A: int) -> np.ndarray:
