@@ -15,10 +15,18 @@ Method (fixed iteration counts, so it jits and vmaps):
    orderings (by log π_ref − log π_cal, the vertex order of the data-free problem, and by the
    warm start); `tests/rlhf/test_solver.py` checks that the solution beats every one of
    them. The constant vector
-   (placed at r_max/2) and the warm start `r_init` are always candidates. F is evaluated at
-   all of them and the best `starts` are refined (optionally only the best `keep` of them
-   after `prune_after` iterations: faster, but on the tests' random instances keeping fewer
-   than all 16 vertex starts of A = 4 misses some global maxima, so the default keeps all).
+   (placed at r_max/2) and the warm start `r_init` are always candidates, and always refined.
+   Of the vertices, `starts` − 2 are refined, chosen alternately by two scores in closed form:
+   F at the vertex, and a relaxed score that charges each comparison the vertex contradicts
+   (a low action's win over a high one) log σ(0) instead of log σ(−r_max) — the refinement can
+   level a few such pairs, so with sparse data a vertex that few comparisons contradict heads a
+   basin far above F at the vertex, which F alone ranks low (`screen="value"`, the screen of
+   earlier releases: along Algorithm 1's trajectories at A = 50, β = 0.1 it missed the
+   maximum of every candidate's refinement in most steps; `benchmarks/solver_accuracy.py`
+   and `tests/rlhf/test_solver.py::test_the_relaxed_screen_finds_the_basins_of_sparse_data`).
+   Optionally only the best `keep` starts by F are refined after `prune_after` iterations:
+   faster, but on the tests' random instances keeping fewer than all 16 vertex starts of
+   A = 4 misses some global maxima, so the default keeps all.
 2. *Refinement.* Each start r0 stands for the policy π_{r0} (a vertex's policy puts its mass
    on the vertex's high actions). Its first `dc_iterations` steps ascend the concave problem
    of that policy, M(r) = ℓ(r) + α ∇J*(r0)·r — the DC (difference-of-convex) minorant of F at
@@ -66,6 +74,9 @@ import numpy as np
 from rbx.rlhf import objectives
 
 
+SCREENS = ("both", "value")
+
+
 class SolverConfig(NamedTuple):
   """Static settings of `solve_optimistic` (they set array shapes, so they are not traced).
 
@@ -77,7 +88,8 @@ class SolverConfig(NamedTuple):
   basins), nor does `dc_iterations=0` (see step 2). Two step sizes and four CG steps (the
   defaults since 3 step sizes and exact CG) miss the global maximum by > 1e-3 no more often on
   the accuracy benchmark and along Algorithm 1's trajectories (benchmarks/solver_accuracy.py),
-  at 1.3× the speed; refining fewer starts (`keep`) misses more.
+  at 1.3× the speed; refining fewer starts (`keep`) misses more. `screen` ∈ `SCREENS`: how
+  step 1 ranks the vertices, "both" (F and the relaxed score) or "value" (F alone).
   """
   iterations: int = 10
   dc_iterations: int = 4
@@ -88,6 +100,7 @@ class SolverConfig(NamedTuple):
   shrink: float = 0.2
   max_vertex_actions: int = 5
   cg_iterations: int = 4
+  screen: str = "both"
 
 
 def objective(r, wins, pi_ref, pi_cal, beta, alpha):
@@ -109,6 +122,8 @@ def solve_optimistic(wins: chex.Array, pi_ref: chex.Array, pi_cal: chex.Array, b
     the maximiser r, shape (A,).
   """
   chex.assert_rank([wins, pi_ref, pi_cal], [2, 1, 1])
+  if config.screen not in SCREENS:
+    raise ValueError(f"SolverConfig.screen must be one of {SCREENS}, got {config.screen!r}")
   r_max = jnp.asarray(r_max, jnp.float32)
   problem = _Problem(wins, pi_ref, pi_cal, beta, alpha)
   dtype = jnp.result_type(r_max, *([] if r_init is None else [r_init]))
@@ -160,26 +175,42 @@ def _candidates(problem, r_init, config):
 
 
 def _screened(problem, r_max, r_init, config):
-  """The candidate starts (the centre, the vertices, the warm start) and F at each; (C, A), (C,).
-  F at the vertices comes from `_Problem.vertex_values` (no (C, A, A) arrays: A = 1000 has
-  ~3,000 candidates)."""
+  """The candidate starts, the centre first and the warm start last, then the vertices; F and
+  the relaxed score (`_Problem.vertex_values`) at each, +inf at the centre and the warm start
+  (always kept); shapes (C, A), (C,), (C,). No (C, A, A) arrays: A = 1000 has ~3,000
+  candidates."""
   h = _candidates(problem, r_init, config)
-  values = problem.vertex_values(h, r_max)
+  values, relaxed = problem.vertex_values(h, r_max)
   cands = jnp.where(jnp.any(h > 0, axis=1, keepdims=True), h * r_max, 0.5 * r_max)
+  relaxed = relaxed.at[0].set(jnp.inf)                   # h = 0: the centre
   if r_init is not None:
     r0 = jnp.clip(r_init, 0.0, r_max)
     cands = jnp.concatenate([cands, r0[None]])
     values = jnp.concatenate([values, problem.value(r0)[None]])
-  return cands, values
+    relaxed = jnp.concatenate([relaxed, jnp.full(1, jnp.inf)])
+  return cands, values, relaxed
+
+
+def _selected(values, relaxed, starts):
+  """Indices of the `starts` candidates to refine (step 1): those with relaxed score +inf (the
+  centre, the warm start), then alternately the best remaining by F and by the relaxed score;
+  shape (starts,)."""
+  chosen = []
+  for i in range(starts):
+    score = relaxed if i % 2 == 0 else values
+    score = score.at[jnp.asarray(chosen, jnp.int32)].set(-jnp.inf) if chosen else score
+    chosen.append(jnp.argmax(score))
+  return jnp.stack(chosen)
 
 
 def _solve_dc(problem, r_max, r_init, config):
   """β > 0 (module docstring, steps 1–3): vertex starts, DC then Newton steps; shape (A,)."""
   F = jax.vmap(problem.value)
-  cands, values = _screened(problem, r_max, r_init, config)
+  cands, values, relaxed = _screened(problem, r_max, r_init, config)
   if cands.shape[0] > config.starts:
-    _, idx = jax.lax.top_k(values, config.starts)
-    cands = cands[idx]
+    if config.screen == "value":
+      relaxed = values
+    cands = cands[_selected(values, relaxed, config.starts)]
   if config.keep < cands.shape[0]:
     slopes = jax.vmap(problem.slope)(cands)
     cands = _refine(problem, r_max, cands, config, 0, config.prune_after, slopes)
@@ -226,24 +257,31 @@ class _Problem(NamedTuple):
     """ℓ(r) of (2.2), scalar."""
     return objectives.log_likelihood(r, self.wins)
 
-  def vertex_log_likelihood(self, h, r_max):
+  def vertex_log_likelihood(self, h, r_max, violated=None):
     """ℓ at the vertices r_max·h for indicators h (C, A) ∈ {0, 1}: every difference is r_max,
     −r_max or 0, so ℓ = log σ(r_max) W(H → L) + log σ(−r_max) W(L → H) − log 2 · W(same side),
     with W(H → L) = hᵀW(1 − h) the wins of high over low actions; products with W only, O(CA²)
-    in one matrix product and no transcendental a pair; shape (C,)."""
+    in one matrix product and no transcendental a pair; shape (C,). `violated` replaces
+    log σ(−r_max), the term of a low action's win over a high one."""
     w = self.wins
     hw = h @ w                                       # (C, A): Σ_a h_a W_ab
     high_high = jnp.sum(hw * h, axis=1)
     high_low = jnp.sum(hw, axis=1) - high_high
     low_high = h @ jnp.sum(w, axis=0) - high_high
     same = jnp.sum(w) - high_low - low_high
-    return (jax.nn.log_sigmoid(r_max) * high_low + jax.nn.log_sigmoid(-r_max) * low_high
-            - jnp.log(2.0) * same)
+    violated = jax.nn.log_sigmoid(-r_max) if violated is None else violated
+    return jax.nn.log_sigmoid(r_max) * high_low + violated * low_high - jnp.log(2.0) * same
 
   def vertex_values(self, h, r_max):
-    """F at the vertices r_max·h (the all-zero row: any constant vector), shape (C,)."""
+    """F at the vertices r_max·h (the all-zero row: any constant vector) and their relaxed
+    score, F with each low action's win over a high one charged log σ(0) = −log 2 instead of
+    log σ(−r_max): the value of the vertex's basin if the refinement can level the few pairs
+    that the data contradict (with sparse data it can, and the basin's maximum lies far above
+    F at the vertex); shapes (C,), (C,)."""
     j_star = lambda r: objectives.J_star(r, self.pi_ref, self.pi_cal, self.beta)
-    return self.vertex_log_likelihood(h, r_max) + self.alpha * jax.vmap(j_star)(h * r_max)
+    bonus = self.alpha * jax.vmap(j_star)(h * r_max)
+    return (self.vertex_log_likelihood(h, r_max) + bonus,
+            self.vertex_log_likelihood(h, r_max, -jnp.log(2.0)) + bonus)
 
   def slope(self, r):
     """α ∇J*(r) = α (π_r − π_cal), shape (A,)."""
