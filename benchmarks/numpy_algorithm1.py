@@ -2,7 +2,8 @@
 write without rbx. The reference side of `rlhf_throughput.py`; it shares no code with rbx.
 
 Single prompt (the bandit setting of the paper's section 4). The reward step (3.2a) uses the
-same method as rbx's solver (vertex multi-start; per start, DC steps on the concave problem of
+same method as rbx's solver (vertex multi-start, the starts chosen by F and by the relaxed
+score; per start, DC steps on the concave problem of
 the start's policy, then safeguarded projected Newton steps on F; a fixed step-size grid),
 with `np.linalg.solve` for the Newton systems (rbx: at most `cg_iterations` preconditioned
 conjugate-gradient steps, which vectorise over seeds and starts; a direct solve is what a
@@ -43,7 +44,18 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_itera
   cands = np.array(cands, float)
   values = np.concatenate([objective(cands[i:i + 64], wins, pi_ref, pi_cal, beta, alpha)
                            for i in range(0, len(cands), 64)])   # (64, A, A) at a time
-  cands = cands[np.argsort(-values)[:starts]]
+  # relaxed score: a low action's win over a high one at log σ(0), not log σ(−r_max); the
+  # centre and the warm start (rows 0, 1) always refined; the rest alternately by each score
+  high = cands > 0.5 * r_max
+  contradicted = np.einsum("ca,ab,cb->c", ~high, wins, high)
+  relaxed = values + (-np.log(2.0) - log_expit(-r_max)) * contradicted
+  relaxed[:2] = np.inf
+  chosen = []
+  for i in range(min(starts, len(cands))):
+    score = (relaxed if i % 2 == 0 else values).copy()
+    score[chosen] = -np.inf
+    chosen.append(int(np.argmax(score)))
+  cands = cands[chosen]
   best, best_value = None, -np.inf
   for r in cands:
     slope = alpha * (softmax(np.log(pi_ref) + r / beta) - pi_cal)   # the start's DC slope
