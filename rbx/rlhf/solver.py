@@ -175,7 +175,7 @@ def _candidates(problem, r_init, config):
 
 
 def _screened(problem, r_max, r_init, config):
-  """The candidate starts, the centre first and the warm start last, then the vertices; F and
+  """The candidate starts: the centre first, then the vertices, the warm start last; F and
   the relaxed score (`_Problem.vertex_values`) at each, +inf at the centre and the warm start
   (always kept); shapes (C, A), (C,), (C,). No (C, A, A) arrays: A = 1000 has ~3,000
   candidates."""
@@ -192,9 +192,9 @@ def _screened(problem, r_max, r_init, config):
 
 
 def _selected(values, relaxed, starts):
-  """Indices of the `starts` candidates to refine (step 1): those with relaxed score +inf (the
-  centre, the warm start), then alternately the best remaining by F and by the relaxed score;
-  shape (starts,)."""
+  """Indices of the `starts` candidates to refine (step 1): alternately the best remaining by
+  the relaxed score and by F; the relaxed score is +inf at the centre and the warm start, so
+  they are taken in its first turns; shape (starts,)."""
   chosen = []
   for i in range(starts):
     score = relaxed if i % 2 == 0 else values
