@@ -10,6 +10,7 @@
 
     python benchmarks/solver_profile.py                 # A = 10 for 1-2, A ∈ {3, 10, 50, 200} for 3
     python benchmarks/solver_profile.py --actions 10 50 --batch 4096
+    python benchmarks/solver_profile.py --screen --actions 10 50   # 4. the screen's cost
 """
 from __future__ import annotations
 
@@ -98,11 +99,31 @@ def mapping_table(actions):
     solver._SEQUENTIAL_FROM = saved
 
 
+def screen_table(actions, repeats=3):
+  print("4. Algorithm 1 (α = 3) through rlhf.sweep on one device, screen 'both' (default) vs "
+        "'value' (F alone), alternated in one process (seed-steps/s)")
+  for A in actions:
+    seeds, steps = SWEEPS.get(A, (2, 1))
+    env = rlhf.random_instance(jax.random.key(A), 1, A, 0.5, 2.0, deviation=1.0)
+    rates = {"both": [], "value": []}
+    for _ in range(repeats):
+      for screen in rates:
+        agent = lambda screen=screen: (env, rlhf.algorithm1(3.0, solver=rlhf.SolverConfig(screen=screen)))
+        rates[screen].append(rlhf.sweep(agent, {}, seeds=seeds, steps=steps, devices=1,
+                                        progress=False).timing["seed_steps_per_second"])
+    print(f"  A = {A:4d}, {seeds} seeds x {steps} steps: both {rates['both']}  value "
+          f"{rates['value']}  (best both / best value {max(rates['both']) / max(rates['value']):.2f})",
+          flush=True)
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--actions", nargs="+", type=int, default=[3, 10, 50, 200])
   p.add_argument("--batch", type=int, default=16384, help="problems for tables 1-2 (A = 10)")
+  p.add_argument("--screen", action="store_true", help="only table 4 (the screen's cost)")
   args = p.parse_args()
+  if args.screen:
+    return screen_table(args.actions)
   print(f"jax {jax.__version__}, {jax.devices()[0].platform}; jitted calls on one device, best of 5")
   step_table(10, args.batch)
   laplacian_table(10, args.batch)
