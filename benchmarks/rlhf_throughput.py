@@ -1,8 +1,9 @@
 """Seed-steps per second of Algorithm 1: rbx (jit + vmap over seeds) beside two per-seed loops.
 
 Runs Algorithm 1 (constant α) on a random single-prompt instance for A ∈ {3, 10, 50, 200, 1000}
-(or `--actions`), and on |X| ∈ {1, 100, 10000} prompts at A = 10 (or `--prompts`), Algorithm 1
-and XPO. The references run one seed at a time, so their rates do not depend on the number of
+(or `--actions`), and on |X| ∈ {1, 100, 10000} prompts at A = 10 (or `--prompts`), Algorithm 1,
+Algorithm 1 with the lazy re-solve (2 starts at the unsampled prompts, `rbx.rlhf.agents`) and
+XPO. The references run one seed at a time, so their rates do not depend on the number of
 seeds: the NumPy port of rbx's method (benchmarks/numpy_algorithm1.py, like for like) and the
 loop a researcher would write without rbx, SciPy's L-BFGS-B from 12 starts for the reward step
 (benchmarks/scipy_algorithm1.py). Both are single-prompt; for |X| prompts their rate is that
@@ -43,10 +44,17 @@ def instance(A):
   return rlhf.random_instance(jax.random.key(A), 1, A, BETA, R_MAX, deviation=1.0)
 
 
+# The prompt rows' agents: name -> (registered agent, its arguments besides α).
+AGENTS = {"algorithm1": ("algorithm1", {}),
+          "alg1 lazy": ("algorithm1", {"unsampled_solver": rlhf.SolverConfig(starts=2)}),
+          "xpo": ("xpo", {})}
+
+
 def rbx_rate(env, seeds, steps, devices, agent="algorithm1"):
   """(seed-steps/s, compile seconds) of `rlhf.sweep`, one jitted program over the seeds."""
-  timing = rlhf.sweep(lambda: (env, rlhf.get(agent, alpha=ALPHA)), {}, seeds=seeds, steps=steps,
-                      devices=devices, progress=False).timing
+  name, kwargs = AGENTS[agent]
+  timing = rlhf.sweep(lambda: (env, rlhf.get(name, alpha=ALPHA, **kwargs)), {}, seeds=seeds,
+                      steps=steps, devices=devices, progress=False).timing
   return timing["seed_steps_per_second"], timing["compile_seconds"]
 
 
@@ -129,7 +137,7 @@ def main():
     seed_counts, steps = PROMPTS.get(X, ([8], 1))
     env = rlhf.random_instance(jax.random.key(10), X, 10, BETA, R_MAX, deviation=1.0)
     ref, sci = reference(10, 40)
-    for agent in ("algorithm1", "xpo"):
+    for agent in AGENTS:
       for seeds in args.seeds or seed_counts:
         row(f"{agent}, {X}", env, seeds, steps, n, (ref / X, sci / X), agent)
   same_statistics()

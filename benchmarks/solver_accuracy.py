@@ -6,11 +6,12 @@ vertex); A = 10, 50, 200 against a much longer solve (`STRONG`: every candidate 
 40 iterations, 20 of them DC steps, 12 step sizes, exact conjugate gradients). Then the solver as the agents use
 it: Algorithm 1 along its own trajectories (random instances, β = 0.5 and 0.1, α = 3), every
 step's solve against `STRONG` from the same warm start. Prints, per config, the largest
-relative gap and the miss rates (gap > 1e-5, > 1e-3).
+relative gap and the miss rates (gap > 1e-5, > 1e-3). `--prompts X`: Algorithm 1's lazy
+re-solve on X prompts (`prompts_table`), its misses and its regret beside the full re-solve.
 
     python benchmarks/solver_accuracy.py                   # 160 problems per A ≤ 4 (minutes)
     python benchmarks/solver_accuracy.py --instances 20 --actions 2 3 4 10
-    python benchmarks/solver_accuracy.py --prompts 20        # cheap solves on many prompts
+    python benchmarks/solver_accuracy.py --prompts 20        # Algorithm 1's lazy re-solve
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def main():
   p.add_argument("--actions", nargs="+", type=int, default=[2, 3, 4, 10, 50, 200])
   p.add_argument("--seed", type=int, default=5000)
   p.add_argument("--prompts", type=int, default=None,
-                 help="only the table of solves of fewer starts on this many prompts")
+                 help="only the table of Algorithm 1's lazy re-solve on this many prompts")
   args = p.parse_args()
   if args.prompts:
     return prompts_table(args.prompts)
@@ -91,16 +92,38 @@ def main():
         report(f"A = {A}, β = {beta} ({seeds} × {steps}), {label}", gaps.ravel())
 
 
-def prompts_table(X, seeds=8, steps=60):
-  """Algorithm 1 on X prompts (A = 10) with a solve of 1, 2 or 4 starts at every prompt — the
-  cheap path that would let a step skip the full search at the X − 1 prompts whose data did
-  not change — against the default solve of the same problems."""
-  print(f"\nAlgorithm 1 on {X} prompts (A = 10, α = 3), solves of fewer starts against the default")
+# The lazy re-solve of Algorithm 1 (`rbx.rlhf.agents`): settings at the unsampled prompts.
+LAZY = {"full re-solve (default)": None,
+        "lazy, 2 starts": S(starts=2),
+        "lazy, 2 starts, 6 iterations": S(starts=2, iterations=6, dc_iterations=2),
+        "lazy, 1 start, 3 iterations (control)": S(starts=1, iterations=3, dc_iterations=1)}
+
+
+def prompts_table(X, seeds=8, steps=60, regret_seeds=64, horizon=150):
+  """Algorithm 1 on X prompts (A = 10) with the lazy re-solve: at every step and prompt, F
+  below the default solve of the same problem (share > 1e-3, `seeds` × `steps`), and the
+  cumulative regret at `horizon` over `regret_seeds` seeds beside the full re-solve's
+  (z: the difference over its standard error); greedy (α = 0) shows the regret comparison
+  can tell agents apart."""
+  print(f"\nAlgorithm 1 on {X} prompts (A = 10, α = 3): the lazy re-solve against the full")
   for beta, r_max, dev in ((0.5, 2.0, 1.0), (0.1, 4.0, 2.0)):
     env = rlhf.random_instance(jax.random.key(10), X, 10, beta, r_max, deviation=dev)
-    for starts in (1, 2, 4):
-      gaps = ref.trajectory_gaps(env, 3.0, seeds, steps, S(starts=starts), S())
-      report(f"|X| = {X}, β = {beta} ({seeds} × {steps}), starts = {starts}", gaps.ravel())
+    agents = {k: (lambda cfg=cfg: rlhf.algorithm1(3.0, unsampled_solver=cfg))
+              for k, cfg in LAZY.items()}
+    agents["greedy (α = 0, control)"] = rlhf.greedy
+    full = None
+    for label, make in agents.items():
+      regret = np.asarray(rlhf.sweep(lambda: (env, make()), {}, seeds=regret_seeds,
+                                     steps=horizon, progress=False).final())
+      full = regret if full is None else full
+      z = (regret.mean() - full.mean()) / np.sqrt(regret.var() / regret.size
+                                                  + full.var() / full.size + 1e-12)
+      miss = ""
+      if label in LAZY and LAZY[label] is not None:
+        gaps = ref.trajectory_gaps(env, 3.0, seeds, steps, S(), S(), unsampled_solver=LAZY[label])
+        miss = f"   > 1e-3: {(gaps > 1e-3).mean():6.1%} of {gaps.size}"
+      print(f"  β = {beta}, {label:38s} regret at T = {horizon}: {regret.mean():7.2f} ± "
+            f"{regret.std() / np.sqrt(regret.size):5.2f}  z = {z:+6.2f}{miss}", flush=True)
 
 
 if __name__ == "__main__":

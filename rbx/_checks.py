@@ -76,10 +76,10 @@ def shape(field: str, x, expected: tuple[int, ...]):
   return x
 
 
-def positive_int(field: str, value) -> int:
-  """A Python integer >= 1."""
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-    raise ValueError(f"{field} must be an integer >= 1, got {value!r}")
+def positive_int(field: str, value, low: int = 1) -> int:
+  """A Python integer >= `low` (default 1)."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+    raise ValueError(f"{field} must be an integer >= {low}, got {value!r}")
   return int(value)
 
 

@@ -136,13 +136,14 @@ def random_problem(rng: np.random.Generator, A: int):
   return dict(wins=wins, pi_ref=pi_ref, pi_cal=pi_cal, beta=beta, alpha=alpha, r_max=r_max)
 
 
-def trajectory_gaps(env, alpha, seeds: int, steps: int, solver, reference) -> np.ndarray:
+def trajectory_gaps(env, alpha, seeds: int, steps: int, solver, reference,
+                    **agent_kwargs) -> np.ndarray:
   """Algorithm 1 at constant α with `solver` along its own trajectories; at every step and
   prompt, how far F at its r^(t+1) lies below a `reference` solve of the same problem (3.2a)
   from the same warm start: (F_ref − F) / |F_ref|, shape (seeds, steps, X). Negative where
-  the agent's solve is the better one."""
+  the agent's solve is the better one. `agent_kwargs`: more arguments of `rlhf.algorithm1`."""
   from rbx.core.protocol import Agent, pair
-  inner = rlhf.algorithm1(alpha, solver=solver)
+  inner = rlhf.algorithm1(alpha, solver=solver, **agent_kwargs)
 
   def update(key, state, obs, query, feedback, spec):
     old, _ = state

@@ -25,8 +25,18 @@ over prompts, J* an expectation over x ~ ρ), and a step adds data at the sample
 where α is a constant and π_cal does not move (`vpo`, `modified`, `xpo`, `selm`, `greedy`),
 only that prompt's problem changes, so only it is re-solved (every prompt's data-free problem
 is solved once, in `init`), and a step costs O(A² · solver iterations). Algorithm 1's π_cal =
-π^(t) and schedule α_t change every prompt's problem, so it re-solves them all. Policies are kept as log-probabilities so that
-probabilities like e^(−r_max/β) survive. The objective's α J* term is an expectation over
+π^(t) and schedule α_t change every prompt's problem, so it re-solves them all.
+
+*Lazy re-solve* (Algorithm 1, opt-in: `unsampled_solver`). At a prompt the step did not sample
+the data did not change, only π_cal and α_t did, so a cheaper `SolverConfig` may serve there,
+with the full `solver` at the sampled prompt and at `full_solves` others in rotation. The
+previous maximiser r^(t) is not a near-solution, though: the bonus J*(r; π_{r^(t)}) is convex
+with its minimum at r^(t) (its gradient π_r − π_cal vanishes there), so the new maximum lies
+away from it and can hop between basins from step to step. Fewer starts or iterations there
+change Algorithm 1's trajectories, most at small β; `python benchmarks/solver_accuracy.py
+--prompts 20` measures the misses and the regret beside the full re-solve.
+
+Policies are kept as log-probabilities so that probabilities like e^(−r_max/β) survive. The objective's α J* term is an expectation over
 x ~ ρ, so prompt x's problem uses the bonus weight α_t ρ(x).
 """
 from __future__ import annotations
@@ -63,7 +73,8 @@ class AgentState(NamedTuple):
 
 
 def algorithm1(alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_prev_init=None,
-               solver: SolverConfig = SolverConfig()) -> Agent:
+               solver: SolverConfig = SolverConfig(),
+               unsampled_solver: SolverConfig | None = None, full_solves: int = 2) -> Agent:
   """Algorithm 1 of the RLHF paper (uncertainty-based exploration):
   a1 ~ π^(t-1), a2 ~ π^(t); reward update (3.2a) with π_cal = π^(t) and α_t; policy (3.2b).
 
@@ -71,9 +82,16 @@ def algorithm1(alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_prev_in
     alpha: the schedule t -> α_t (see `rbx.schedules`) or a constant.
     pi_init, pi_prev_init: π^(1) and π^(0), shape (A,) or (X, A); default π_ref.
     solver: settings of `solve_optimistic`.
+    unsampled_solver: optional cheaper settings for the prompts the step did not sample, whose
+      data did not change (module docstring: the lazy re-solve); None (default): `solver` at
+      every prompt, as the paper's Algorithm 1.
+    full_solves: with `unsampled_solver`, how many unsampled prompts get `solver` each step,
+      in rotation, so that each prompt gets the full search at least every ⌈|X|/full_solves⌉
+      steps; ≥ |X| − 1: every prompt.
   """
+  _checks.positive_int("full_solves", full_solves, low=0)
   return _make("algorithm1", alpha, "prev", "current", "current", pi_init, pi_prev_init, None,
-               solver)
+               solver, unsampled_solver, full_solves)
 
 
 def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
@@ -114,13 +132,15 @@ def greedy(pi_init=None, solver: SolverConfig = SolverConfig()) -> Agent:
   return _make("greedy", 0.0, "current", "current", "ref", pi_init, None, None, solver)
 
 
-def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_cal, solver):
+def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_cal, solver,
+          unsampled_solver=None, full_solves=0):
   schedule = alpha if callable(alpha) else schedules.constant(alpha)
   # With a constant α and a calibration policy that does not move, a step changes only the
   # sampled prompt's problem (3.1a): the others keep their solutions (module docstring).
   fixed_problems = not callable(alpha) and calibration != "current"
-  if not isinstance(solver, SolverConfig):
-    raise ValueError(f"solver must be a rbx.rlhf.SolverConfig, got {type(solver).__name__}")
+  for field, value in (("solver", solver), ("unsampled_solver", unsampled_solver)):
+    if not isinstance(value, SolverConfig) and not (field != "solver" and value is None):
+      raise ValueError(f"{field} must be a rbx.rlhf.SolverConfig, got {type(value).__name__}")
   for field, value in (("pi_init", pi_init), ("pi_prev_init", pi_prev_init), ("pi_cal", pi_cal)):
     if value is not None:
       _checks.probability(field, value)
@@ -153,10 +173,21 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
       return fixed_cal(task)
     return task.pi_ref
 
-  def solve_all(task: Task, wins, cal, alpha_x, r0):
+  def solve_all(task: Task, wins, cal, alpha_x, r0, config=solver):
     solve = lambda w, pr, pc, a, r: solve_optimistic(w, pr, pc, task.beta, a, task.r_max, r,
-                                                     solver)
+                                                     config)
     return jax.vmap(solve)(wins, task.pi_ref, cal, alpha_x, r0)
+
+  def resolve_all(task: Task, wins, cal, alpha_x, r0, x, t):
+    """Every prompt's problem re-solved: `solver` at x and at `full_solves` prompts in
+    rotation, `unsampled_solver` at the others; (X, A)."""
+    X = wins.shape[0]
+    if unsampled_solver is None or X <= full_solves + 1:
+      return solve_all(task, wins, cal, alpha_x, r0)
+    idx = jnp.concatenate([x[None], (t * full_solves + jnp.arange(full_solves)) % X])
+    full = solve_all(task._replace(pi_ref=task.pi_ref[idx]), wins[idx], cal[idx], alpha_x[idx],
+                     r0[idx])
+    return solve_all(task, wins, cal, alpha_x, r0, unsampled_solver).at[idx].set(full)
 
   def fixed_cal(task: Task):
     return task.pi_cal if pi_cal is None else jnp.broadcast_to(
@@ -183,7 +214,7 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
                              state.r[x], solver)
       r_new = state.r.at[x].set(r_x)
     else:
-      r_new = solve_all(task, wins, cal, alpha_x, state.r)
+      r_new = resolve_all(task, wins, cal, alpha_x, state.r, x, state.t)
     log_pi_new = jax.vmap(objectives.log_optimal_policy, (0, 0, None))(r_new, task.pi_ref,
                                                                         task.beta)
     return state._replace(wins=wins, r=r_new, log_pi=log_pi_new, log_pi_prev=state.log_pi,

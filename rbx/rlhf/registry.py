@@ -6,8 +6,8 @@ constant `alpha` or a schedule of `rbx.schedules` chosen by `schedule` with its 
 parameters; a schedule's num_actions, horizon, beta and r_max come from the environment and
 the number of steps (`prepare`), and κ and μ, when not given, are the instance's Assumption 1
 (at τ = 1) and Assumption 2 constants (`rbx.rlhf.assumptions`); parameters of other schedules
-are ignored. The solver's settings are the table `solver`
-(`rbx.rlhf.SolverConfig` fields).
+are ignored. The solver's settings are the table `solver` (`rbx.rlhf.SolverConfig` fields),
+and Algorithm 1's at the prompts a step did not sample the table `unsampled_solver`.
 """
 from __future__ import annotations
 
@@ -34,6 +34,11 @@ SCHEDULE_PARAMS = {
     "scale": reg.real(low=0.0, doc="a schedule's multiplier"),
 }
 SOLVER = {"solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
+UNSAMPLED = {
+    "unsampled_solver": reg.table(doc="rbx.rlhf.SolverConfig fields at the prompts a step did "
+                                  "not sample (default: rbx.rlhf.agents.UNSAMPLED_SOLVER)"),
+    "full_solves": reg.integer(0, doc="unsampled prompts given `solver` each step, in rotation "
+                               "(>= |X| - 1: every prompt)")}
 POLICY = reg.vector(doc="a policy, shape (A,) or (X, A)")
 
 
@@ -53,11 +58,11 @@ def prepare(params: dict[str, Any], env: env_lib.PreferenceEnv, steps: int) -> d
     if missing:
       raise ValueError(f"{missing[0]}=? is needed by schedule {sched!r}: set it in [agent] or [grid]")
     params["alpha"] = make(**kwargs)
-  if isinstance(params.get("solver"), dict):
-    table = params["solver"]
-    for key in table:
-      _checks.choice("agent.solver key", key, SolverConfig._fields)
-    params["solver"] = SolverConfig(**table)
+  for field in ("solver", "unsampled_solver"):
+    if isinstance(params.get(field), dict):
+      for key in params[field]:
+        _checks.choice(f"agent.{field} key", key, SolverConfig._fields)
+      params[field] = SolverConfig(**params[field])
   return params
 
 
@@ -102,7 +107,7 @@ FAMILY.env("contextual", _contextual, {
     "seed": reg.integer(0, doc="the instance's random seed")})
 
 FAMILY.agent("algorithm1", agents.algorithm1,
-             {**SCHEDULE_PARAMS, "pi_init": POLICY, "pi_prev_init": POLICY, **SOLVER})
+             {**SCHEDULE_PARAMS, "pi_init": POLICY, "pi_prev_init": POLICY, **SOLVER, **UNSAMPLED})
 FAMILY.agent("vpo", agents.vpo, {**SCHEDULE_PARAMS, "pi_cal": POLICY, "pi_init": POLICY, **SOLVER})
 FAMILY.agent("modified", agents.modified,
              {**SCHEDULE_PARAMS, "pi_cal": POLICY, "pi_init": POLICY, **SOLVER})

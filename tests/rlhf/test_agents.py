@@ -155,3 +155,61 @@ def test_re_solving_only_the_sampled_prompt_equals_re_solving_them_all(name):
   np.testing.assert_array_equal(runs[0].obs.x, runs[1].obs.x)
   np.testing.assert_allclose(runs[0].regret, runs[1].regret, rtol=1e-4, atol=1e-6)
   assert len(set(np.asarray(runs[0].obs.x).tolist())) > 1      # several prompts were sampled
+
+
+def test_the_lazy_re_solve_uses_the_full_solver_at_the_sampled_and_rotated_prompts():
+  # One Algorithm 1 update on 6 prompts with data: the sampled prompt x and `full_solves` = 2
+  # prompts in rotation ((t · 2 + {0, 1}) mod 6) are solved with `solver`, the others with
+  # `unsampled_solver` — each reaching F of a direct solve of its problem (3.2a).
+  env = rlhf.random_instance(jax.random.key(3), num_prompts=6, num_actions=4, beta=0.5,
+                             r_max=2.0, deviation=1.0)
+  task, full = env.spec, rlhf.SolverConfig()
+  cheap = rlhf.SolverConfig(starts=1, iterations=1, dc_iterations=1)
+  agent = rlhf.algorithm1(3.0, unsampled_solver=cheap, full_solves=2)
+  state = agent.init(jax.random.key(0), task, 10)
+  wins = jax.random.poisson(jax.random.key(1), 1.0, (6, 4, 4)).astype(jnp.float32)
+  state = state._replace(wins=wins, t=jnp.asarray(4, jnp.int32))
+  x, query = jnp.asarray(1), rlhf.Query(jnp.asarray(0), jnp.asarray(2), state.log_pi)
+  new = jax.jit(agent.update)(jax.random.key(2), state, rlhf.Prompt(x), query,
+                              jnp.asarray(True), task)
+  wins = wins.at[1, 0, 2].add(1.0)
+  solve = jax.jit(jax.vmap(
+      lambda cfg, *a: rlhf.solve_optimistic(*a[:3], task.beta, a[3], task.r_max, a[4], cfg),
+      (None, 0, 0, 0, 0, 0)), static_argnums=0)
+  problems = (wins, task.pi_ref, jnp.exp(state.log_pi), 3.0 * task.rho, state.r)
+  F = jax.vmap(lambda r, w, pr, pc, a: rlhf.objective(r, w, pr, pc, task.beta, a))
+  value = lambda r: F(r, *problems[:4])              # r is unique up to a shift at best: compare F
+  by = {cfg: value(solve(cfg, *problems)) for cfg in (full, cheap)}
+  expected = jnp.where(jnp.isin(jnp.arange(6), jnp.array([1, 2, 3])), by[full], by[cheap])
+  np.testing.assert_allclose(value(new.r), expected, rtol=1e-5)   # x = 1; rotation 8, 9 mod 6
+  gain = by[full] - by[cheap]                          # > 1e-3 at 5 of the 6 when written
+  assert (gain[jnp.array([1, 3, 4, 5])] > 1e-3).all()  # so the check tells the two apart
+
+
+def test_the_lazy_re_solve_on_few_prompts_is_the_full_re_solve():
+  # |X| ≤ full_solves + 1: every prompt gets the full solve, the same run as the default.
+  env = rlhf.random_instance(jax.random.key(4), num_prompts=3, num_actions=3, beta=0.5,
+                             r_max=2.0, deviation=1.0)
+  cheap = rlhf.SolverConfig(starts=1, iterations=1, dc_iterations=1)
+  runs = [rlhf.simulate(env, agent, jax.random.key(0), 30)
+          for agent in (rlhf.algorithm1(3.0), rlhf.algorithm1(3.0, unsampled_solver=cheap))]
+  np.testing.assert_array_equal(runs[0].regret, runs[1].regret)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(unsampled_solver={"starts": 2}), r"unsampled_solver must be a rbx.rlhf.SolverConfig"),
+    (dict(full_solves=-1), r"full_solves must be an integer >= 0, got -1"),
+    (dict(solver=None), r"solver must be a rbx.rlhf.SolverConfig, got NoneType")])
+def test_bad_lazy_re_solve_settings_are_refused(kwargs, match):
+  with pytest.raises(ValueError, match=match):
+    rlhf.algorithm1(1.0, **kwargs)
+
+
+def test_the_lazy_re_solve_is_set_from_a_config_table():
+  env, agent = rlhf.FAMILY.build("random_instance", {"num_prompts": 5}, "algorithm1",
+                                 {"alpha": 2.0, "unsampled_solver": {"starts": 2},
+                                  "full_solves": 1}, 10)
+  res = rlhf.sweep(lambda: (env, agent), {}, seeds=2, steps=10, progress=False)
+  assert np.isfinite(res.final()).all()
+  with pytest.raises(ValueError, match=r"agent.unsampled_solver key='strats'"):
+    rlhf.FAMILY.build("random_instance", {}, "algorithm1", {"unsampled_solver": {"strats": 2}}, 5)
