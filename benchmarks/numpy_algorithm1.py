@@ -3,11 +3,11 @@ write without rbx. The reference side of `rlhf_throughput.py`; it shares no code
 
 Single prompt (the bandit setting of the paper's section 4). The reward step (3.2a) uses the
 same method as rbx's solver (vertex multi-start, the starts chosen by F and by the relaxed
-score; per start, DC steps on the concave problem of
-the start's policy, then safeguarded projected Newton steps on F; a fixed step-size grid),
-with `np.linalg.solve` for the Newton systems (rbx: at most `cg_iterations` preconditioned
-conjugate-gradient steps, which vectorise over seeds and starts; a direct solve is what a
-NumPy loop would use, and at these sizes it costs the loop no more).
+score; per start, DC steps on the concave problem of the start's policy, then safeguarded
+projected Newton steps on F; a fixed step-size grid; ℓ and σ from A exponentials as rbx,
+`pair_ratios`), with `np.linalg.solve` for the Newton systems (rbx: at most `cg_iterations`
+preconditioned conjugate-gradient steps, which vectorise over seeds and starts; a direct
+solve is what a NumPy loop would use, and at these sizes it costs the loop no more).
 """
 from __future__ import annotations
 
@@ -17,16 +17,24 @@ import numpy as np
 from scipy.special import expit, log_expit, logsumexp, softmax
 
 
-def objective(r, wins, pi_ref, pi_cal, beta, alpha):
+def pair_ratios(r, r_max):
+  """e^(r_b − r_a) for points r in the box, shape (..., A) -> (..., A, A), as rbx's solver
+  computes it for r_max ≤ 88: from the A numbers e^(r − r_max/2) (dense beyond)."""
+  if r_max > 88:
+    return np.exp(r[..., None, :] - r[..., :, None])
+  u = np.exp(r - 0.5 * r_max)
+  return u[..., None, :] / u[..., :, None]
+
+
+def objective(r, wins, pi_ref, pi_cal, beta, alpha, r_max):
   """ℓ(r) + α J*(r; π_cal) for a batch of points r, shape (n, A) -> (n,)."""
-  d = r[:, :, None] - r[:, None, :]
-  ll = np.sum(wins * log_expit(d), axis=(1, 2))
+  ll = -np.sum(wins * np.log1p(pair_ratios(r, r_max)), axis=(1, 2))
   return ll + alpha * (beta * logsumexp(np.log(pi_ref) + r / beta, axis=1) - r @ pi_cal)
 
 
-def log_likelihood_gradient(r, wins):
-  d = r[:, None] - r[None, :]
-  m = wins * expit(-d)
+def log_likelihood_gradient(r, wins, r_max):
+  v = pair_ratios(r, r_max)
+  m = wins * v / (1.0 + v)                                          # W_ab σ(r_b − r_a)
   return m.sum(1) - m.sum(0)
 
 
@@ -42,7 +50,7 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_itera
       order = np.argsort(-score)
       cands += [np.isin(np.arange(A), order[:k]) * r_max for k in range(1, A)]
   cands = np.array(cands, float)
-  values = np.concatenate([objective(cands[i:i + 64], wins, pi_ref, pi_cal, beta, alpha)
+  values = np.concatenate([objective(cands[i:i + 64], wins, pi_ref, pi_cal, beta, alpha, r_max)
                            for i in range(0, len(cands), 64)])   # (64, A, A) at a time
   # relaxed score: a low action's win over a high one at log σ(0), not log σ(−r_max); the
   # centre and the warm start (rows 0, 1) always refined; the rest alternately by each score
@@ -62,9 +70,9 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_itera
     for it in range(iterations):
       dc = it < dc_iterations
       pi = softmax(np.log(pi_ref) + r / beta)
-      g = log_likelihood_gradient(r, wins) + (slope if dc else alpha * (pi - pi_cal))
-      d = r[:, None] - r[None, :]
-      c = (wins + wins.T) * expit(d) * expit(-d)
+      g = log_likelihood_gradient(r, wins, r_max) + (slope if dc else alpha * (pi - pi_cal))
+      v = pair_ratios(r, r_max)
+      c = (wins + wins.T) * v / (1.0 + v) ** 2                      # σ(d) σ(−d)
       lap = np.diag(c.sum(1)) - c
       curv = alpha / beta * (np.diag(pi) - np.outer(pi, pi))
       free = ~(((r <= 1e-6 * r_max) & (g < 0)) | ((r >= r_max * (1 - 1e-6)) & (g > 0)))
@@ -83,12 +91,12 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_itera
       trial = np.clip(r + sizes[:, None, None] * np.array(dirs)[None], 0, r_max).reshape(-1, A)
       trial = np.vstack([r[None], trial])
       if dc:
-        vals = objective(trial, wins, pi_ref, pi_cal, beta, 0.0) + trial @ slope
+        vals = objective(trial, wins, pi_ref, pi_cal, beta, 0.0, r_max) + trial @ slope
       else:
-        vals = objective(trial, wins, pi_ref, pi_cal, beta, alpha)
+        vals = objective(trial, wins, pi_ref, pi_cal, beta, alpha, r_max)
       vals[~np.isfinite(vals)] = -np.inf
       r = trial[np.argmax(vals)]
-    v = objective(r[None], wins, pi_ref, pi_cal, beta, alpha)[0]
+    v = objective(r[None], wins, pi_ref, pi_cal, beta, alpha, r_max)[0]
     if v > best_value:
       best, best_value = r, v
   return best

@@ -1,10 +1,11 @@
 """Where a solve of (3.1a)/(3.2a) spends its time: the figures behind `rlhf/solver.py`'s choices.
 
 1. One ascent step (`solver._ascent_step`, jitted, vmapped over random problems, one device)
-   with parts switched off: the default, no CG (`cg_iterations=0`), one step size
+   with parts switched off: the default, ℓ and σ from A² exponentials (the path for
+   r_max > 170) instead of A (`solver._Problem.ratios`), no CG (`cg_iterations=0`), one step size
    (`line_search=1`), both; for the Newton steps on F and the DC steps.
-2. The Laplacian's pieces: σ as `jax.nn.sigmoid` or 1/(1 + e^(−d)); row sums as `jnp.sum` over
-   the last axis or a product with a ones vector.
+2. The Laplacian's pieces: σ as `jax.nn.sigmoid`, 1/(1 + e^(−d)) or from A exponentials; row
+   sums as `jnp.sum` over the last axis or a product with a ones vector.
 3. Algorithm 1 sweeps with the starts and trial points vmapped or mapped one after another
    (`solver._SEQUENTIAL_FROM`), per A, one device.
 
@@ -45,14 +46,16 @@ def problems(A, n, seed=0):
 def step_table(A, n):
   print(f"1. one ascent step, A = {A}, {n} problems (ms)")
   args = problems(A, n)
-  for label, cfg in [("default", solver.SolverConfig()),
-                     ("no CG", solver.SolverConfig(cg_iterations=0)),
-                     ("one step size", solver.SolverConfig(line_search=1)),
-                     ("neither", solver.SolverConfig(cg_iterations=0, line_search=1))]:
+  default = solver.SolverConfig()
+  for label, cfg, box in [("default", default, 2.0),
+                          ("A² exponentials", default, np.inf),
+                          ("no CG", solver.SolverConfig(cg_iterations=0), 2.0),
+                          ("one step size", solver.SolverConfig(line_search=1), 2.0),
+                          ("neither", solver.SolverConfig(cg_iterations=0, line_search=1), 2.0)]:
     row = []
     for dc in (False, True):
-      def step(w, pr, pc, r, cfg=cfg, dc=dc):
-        prob = solver._Problem(w, pr, pc, 0.5, 3.0)
+      def step(w, pr, pc, r, cfg=cfg, dc=dc, box=box):
+        prob = solver._Problem(w, pr, pc, 0.5, 3.0, box)
         slope = 0.1 * r if dc else None
         return solver._ascent_step(r, solver._ranked(prob, slope)(r), prob, jnp.float32(2.0), cfg,
                                    slope)
@@ -67,10 +70,12 @@ def laplacian_table(A, n):
   diff = lambda r: r[:, None] - r[None, :]
   forms = {"sigma: jax.nn.sigmoid": lambda r, w: jax.nn.sigmoid(diff(r)),
            "sigma: 1/(1 + e^-d)": lambda r, w: 1.0 / (1.0 + jnp.exp(-diff(r))),
+           "sigma: from A exponentials":
+               lambda r, w: 1.0 / (1.0 + solver._Problem(w, None, None, 0.5, 3.0, 2.0).ratios(r)),
            "row sums: jnp.sum(axis=1)": lambda r, w: jnp.sum(w * r[None, :], axis=1),
            "row sums: (w * r) @ ones": lambda r, w: (w * r[None, :]) @ ones,
            "derivatives (as in the solver)":
-               lambda r, w: solver._Problem(w, None, None, 0.5, 3.0).derivatives(r)}
+               lambda r, w: solver._Problem(w, None, None, 0.5, 3.0, 2.0).derivatives(r)}
   for label, f in forms.items():
     print(f"  {label:32s} {best_ms(jax.jit(jax.vmap(f)), r, w):7.2f}", flush=True)
 

@@ -43,8 +43,10 @@ Method (fixed iteration counts, so it jits and vmaps):
    steps (an inexact Newton direction, still one of ascent; exact CG, A + 2 steps, reaches the
    same maxima on the accuracy benchmark at a higher cost); they
    vectorise across seeds and starts where batched LAPACK calls do not, and run on several
-   CPU devices at once. ℓ, ∇ℓ and the Laplacian are dense over the (A, A) differences, O(A²)
-   a step. The best trial point (including the current one) is kept, so the ranked function
+   CPU devices at once. ℓ, ∇ℓ and the Laplacian are dense over the (A, A) pairs, O(A²) a
+   step; for r_max ≤ 88 their A² terms e^(r_b − r_a) are ratios of the A numbers
+   e^(r − r_max/2) (`_Problem.ratios`: A exponentials, not A²; an ascent step at A = 10
+   takes half the time, `python benchmarks/solver_profile.py`, table 1). The best trial point (including the current one) is kept, so the ranked function
    never decreases.
 3. The best refined point is returned.
 
@@ -125,7 +127,7 @@ def solve_optimistic(wins: chex.Array, pi_ref: chex.Array, pi_cal: chex.Array, b
   if config.screen not in SCREENS:
     raise ValueError(f"SolverConfig.screen must be one of {SCREENS}, got {config.screen!r}")
   r_max = jnp.asarray(r_max, jnp.float32)
-  problem = _Problem(wins, pi_ref, pi_cal, beta, alpha)
+  problem = _Problem(wins, pi_ref, pi_cal, beta, alpha, r_max)
   dtype = jnp.result_type(r_max, *([] if r_init is None else [r_init]))
   return jax.lax.cond(beta == 0,
                       lambda: _solve_beta0(problem, r_max, r_init, config).astype(dtype),
@@ -248,14 +250,27 @@ class _Problem(NamedTuple):
   pi_cal: chex.Array        # (A,)
   beta: chex.Array
   alpha: chex.Array
+  r_max: chex.Array = float("inf")     # the box [0, r_max]^A; ≤ _RATIO_RANGE: see `ratios`
 
   def value(self, r):
     """F(r), scalar."""
-    return objective(r, self.wins, self.pi_ref, self.pi_cal, self.beta, self.alpha)
+    return self.log_likelihood(r) + self.alpha * objectives.J_star(r, self.pi_ref, self.pi_cal,
+                                                                   self.beta)
 
   def log_likelihood(self, r):
-    """ℓ(r) of (2.2), scalar."""
-    return objectives.log_likelihood(r, self.wins)
+    """ℓ(r) of (2.2) for r in the box, scalar: from `ratios` for r_max ≤ `_RATIO_RANGE`, else
+    `objectives.log_likelihood` (a `lax.cond`: a branch unless r_max is batched)."""
+    from_ratios = lambda r, wins: -jnp.sum(wins * jnp.log1p(self.ratios(r)))
+    return jax.lax.cond(self.r_max <= _RATIO_RANGE, from_ratios, objectives.log_likelihood,
+                        r, self.wins)
+
+  def ratios(self, r):
+    """v_ab = e^(r_b − r_a) for r in the box, shape (A, A), from A exponentials: u_b / u_a with
+    u = e^(r − r_max/2) — exact to rounding, and finite, for r_max ≤ `_RATIO_RANGE`, where the
+    dense e^(r_b − r_a) costs A² (`python benchmarks/solver_profile.py`, tables 1–2).
+    log σ(r_a − r_b) = −log1p(v_ab), σ(r_a − r_b) = 1/(1 + v_ab)."""
+    u = jnp.exp(r - 0.5 * self.r_max)
+    return (1.0 / u)[:, None] * u[None, :]
 
   def vertex_log_likelihood(self, h, r_max, violated=None):
     """ℓ at the vertices r_max·h for indicators h (C, A) ∈ {0, 1}: every difference is r_max,
@@ -290,15 +305,21 @@ class _Problem(NamedTuple):
   def derivatives(self, r):
     """∇ℓ(r), shape (A,), and −∇²ℓ(r) = diag(c 1) − c with c_ab = (W_ab + W_ba) σ′(r_a − r_b),
     the Laplacian of the comparison graph, shape (A, A); in closed form over the dense (A, A)
-    differences, O(A²) (cheaper than autodiff of ℓ). Row sums are products with a ones
+    pairs, O(A²), σ from `ratios` for r_max ≤ `_RATIO_RANGE` (cheaper than autodiff). Row sums are products with a ones
     vector: on XLA:CPU about 6× faster than `jnp.sum` over the last axis on these small
     batched matrices (`python benchmarks/solver_profile.py`, table 2)."""
     A = r.shape[0]
     ones = jnp.ones(A, r.dtype)
     n = self.wins + self.wins.T
-    s = 1.0 / (1.0 + jnp.exp(r[None, :] - r[:, None]))      # σ(r_a − r_b)
+    s = 1.0 / (1.0 + jax.lax.cond(self.r_max <= _RATIO_RANGE, self.ratios,   # σ(r_a − r_b)
+                                  lambda r: jnp.exp(r[None, :] - r[:, None]), r))
     c = n * s * (1.0 - s)
     return self.wins @ ones - (n * s) @ ones, jnp.eye(A, dtype=r.dtype) * (c @ ones)[:, None] - c
+
+
+# The largest r_max for which e^(r − r_max/2), r ∈ [0, r_max], and the ratios of two such
+# numbers are finite normal float32 numbers (e^(±44); float32's range is e^(±87.3)).
+_RATIO_RANGE = 88.0
 
 
 def _ranked(problem, slope=None):

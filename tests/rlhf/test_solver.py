@@ -133,6 +133,28 @@ def test_closed_form_derivatives_match_autodiff():
                              rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("r_max", [0.5, 10.0, 88.0, 300.0])
+def test_the_likelihood_from_a_exponentials_is_the_dense_one(r_max):
+  # For r_max ≤ 88 the solver's ℓ and σ(r_a − r_b) come from the A numbers e^(r − r_max/2)
+  # (`_Problem.ratios`); above, from the A² e^(r_b − r_a). Both against float64, with the
+  # box's corners among the points (the largest spread).
+  from rbx.rlhf.solver import _Problem
+  rng = np.random.default_rng(int(r_max))
+  wins = rng.poisson(2.0, (6, 6)).astype(float)
+  r = np.concatenate([rng.uniform(0, r_max, (4, 6)), r_max * np.eye(6)[:2]])
+  problem = _Problem(jnp.asarray(wins, jnp.float32), None, None, 0.5, 1.0, jnp.float32(r_max))
+  for x in r:
+    d = x[:, None] - x[None, :]
+    sigma = 1.0 / (1.0 + np.exp(-d))                                   # σ(r_a − r_b)
+    grad = (wins * (1 - sigma)).sum(1) - (wins.T * (1 - sigma.T)).sum(1)
+    c = (wins + wins.T) * sigma * (1 - sigma)
+    ell, (g, lap) = (f(jnp.asarray(x, jnp.float32))
+                     for f in (problem.log_likelihood, problem.derivatives))
+    np.testing.assert_allclose(ell, np.sum(wins * -np.logaddexp(0.0, -d)), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(g, grad, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(lap, np.diag(c.sum(1)) - c, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.slow
 def test_algorithm1s_solves_along_its_trajectories_reach_the_global_maximum():
   # The solver as the agent uses it (warm start: the last step's r; π_cal = π^(t)), on A = 4
