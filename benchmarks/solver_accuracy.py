@@ -35,10 +35,11 @@ CONFIGS = {
     "exact CG (cg_iterations=A+2)": S(cg_iterations=1000),
     "no DC phase (dc_iterations=0)": S(dc_iterations=0),
     "F alone ranks the vertices (screen='value')": S(screen="value"),
+    "one step size (line_search=1)": S(line_search=1),
 }
 STRONG = S(iterations=40, dc_iterations=20, line_search=12, starts=100_000, cg_iterations=1000)
 TRAJECTORY_CONFIGS = ("default", "F alone ranks the vertices (screen='value')",
-                      "3 step sizes, 6 CG steps")
+                      "3 step sizes, 6 CG steps", "one step size (line_search=1)")
 TRAJECTORIES = {2: (64, 100), 4: (64, 100), 10: (32, 60), 50: (8, 20), 200: (2, 6)}   # seeds, T
 
 
