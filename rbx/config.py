@@ -28,6 +28,8 @@ alpha = 3.0                  # rlhf: the constant schedule's α, or schedule = "
                              # with its own parameters (scale, kappa, mu, ...)
 [agent.solver]               # rlhf only: `rbx.rlhf.SolverConfig` fields
 starts = 16
+                             # algorithm1 only: [agent.unsampled_solver] (the same fields) and
+                             # full_solves, its opt-in lazy re-solve on many prompts
 
 [grid]                       # lists; the Cartesian product is swept
 agent = ["algorithm1", "vpo", "xpo"]
