@@ -343,19 +343,20 @@ def _ascent_step(r, value, problem, r_max, config, slope=None):
   g = g + (problem.alpha * (pi - problem.pi_cal) if slope is None else slope)   # ∇F or ∇M
   beta = problem.beta                 # ∇²(α J*), 0 at β = 0 (where J* is piecewise linear)
   coef = jnp.where(beta > 0, problem.alpha / objectives.safe_beta(beta), 0.0)
-  curv_j = coef * (jnp.diag(pi) - jnp.outer(pi, pi))
+  # ∇²(α J*) = coef (diag π − ππᵀ), applied as a product, never formed
+  newton_f = lambda p: lap @ p - coef * (pi * p - pi * jnp.dot(pi, p))
 
   tol = 1e-6 * r_max
   frozen = ((r <= tol) & (g < 0)) | ((r >= r_max - tol) & (g > 0))
   free = ~frozen
   g_free = jnp.where(free, g, 0.0)
-  ridge = 1e-6 * (1.0 + jnp.max(jnp.diag(lap)) + jnp.max(jnp.diag(curv_j)))
+  ridge = 1e-6 * (1.0 + jnp.max(jnp.diag(lap)) + coef * jnp.max(pi * (1.0 - pi)))
   gmax = jnp.max(jnp.abs(g_free))
   cg = lambda m: _truncated_cg(m, g_free, free, ridge, jnp.diag(lap), config.cg_iterations)
-  directions = [cg(lap),                                            # Newton on ℓ + linear
+  directions = [cg(lambda p: lap @ p),                              # Newton on ℓ + linear
                 g_free * r_max / jnp.where(gmax > 0, gmax, 1.0)]    # scaled projected gradient
   if slope is None:
-    directions.append(cg(lap - curv_j))                             # Newton on F
+    directions.append(cg(newton_f))                                 # Newton on F
   sizes = config.shrink ** jnp.arange(config.line_search, dtype=jnp.float32)
   trial = jnp.clip(r + sizes[:, None, None] * jnp.stack(directions)[None], 0.0, r_max)
   trial = jnp.concatenate([r[None], trial.reshape(-1, r.shape[0])])
@@ -380,7 +381,8 @@ def _each(f, xs, num_actions):
 
 
 def _truncated_cg(m, b, free, ridge, diag, iterations):
-  """Solves (m + ridge·I) x = b on the `free` coordinates by conjugate gradients preconditioned
+  """Solves (M + ridge·I) x = b, M the matrix of the product `m` (A,) -> (A,), on the `free`
+  coordinates by conjugate gradients preconditioned
   by `diag` + ridge (the Laplacian's diagonal, > 0), at most min(A + 2, `iterations`) steps.
 
   Stops at the first direction of non-positive curvature (Steihaug's truncation), so for an
@@ -389,7 +391,7 @@ def _truncated_cg(m, b, free, ridge, diag, iterations):
   vectorises over any number of seeds and starts, and runs on several CPU devices at once.
   """
   mask = free.astype(b.dtype)
-  matvec = lambda p: mask * (m @ (mask * p)) + ridge * p
+  matvec = lambda p: mask * m(mask * p) + ridge * p
   inv_diag = 1.0 / (diag + ridge)
   tiny = 1e-20 * (1.0 + jnp.dot(b, b))
 
