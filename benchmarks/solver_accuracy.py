@@ -36,10 +36,14 @@ CONFIGS = {
     "no DC phase (dc_iterations=0)": S(dc_iterations=0),
     "F alone ranks the vertices (screen='value')": S(screen="value"),
     "one step size (line_search=1)": S(line_search=1),
+    "8 iterations, 4 DC (iterations=8)": S(iterations=8),
+    "8 iterations, 3 DC (iterations=8, dc_iterations=3)": S(iterations=8, dc_iterations=3),
 }
 STRONG = S(iterations=40, dc_iterations=20, line_search=12, starts=100_000, cg_iterations=1000)
 TRAJECTORY_CONFIGS = ("default", "F alone ranks the vertices (screen='value')",
-                      "3 step sizes, 6 CG steps", "one step size (line_search=1)")
+                      "3 step sizes, 6 CG steps", "one step size (line_search=1)",
+                      "8 iterations, 4 DC (iterations=8)",
+                      "8 iterations, 3 DC (iterations=8, dc_iterations=3)")
 TRAJECTORIES = {2: (64, 100), 4: (64, 100), 10: (32, 60), 50: (8, 20), 200: (2, 6)}   # seeds, T
 
 
