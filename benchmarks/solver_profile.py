@@ -2,8 +2,8 @@
 
 1. One ascent step (`solver._ascent_step`, jitted, vmapped over random problems, one device)
    with parts switched off: the default, ℓ and σ from A² exponentials (the path for
-   r_max > 170) instead of A (`solver._Problem.ratios`), no CG (`cg_iterations=0`), one step size
-   (`line_search=1`), both; for the Newton steps on F and the DC steps.
+   r_max > 88) instead of A (`solver._Problem.ratios`), no CG (`cg_iterations=0`), one step
+   size (`line_search=1`), both; for the Newton steps on F and the DC steps.
 2. The Laplacian's pieces: σ as `jax.nn.sigmoid`, 1/(1 + e^(−d)) or from A exponentials; row
    sums as `jnp.sum` over the last axis or a product with a ones vector.
 3. Algorithm 1 sweeps with the starts and trial points vmapped or mapped one after another

@@ -36,8 +36,9 @@ away from it and can hop between basins from step to step. Fewer starts or itera
 change Algorithm 1's trajectories, most at small β; `python benchmarks/solver_accuracy.py
 --prompts 20` measures the misses and the regret beside the full re-solve.
 
-Policies are kept as log-probabilities so that probabilities like e^(−r_max/β) survive. The objective's α J* term is an expectation over
-x ~ ρ, so prompt x's problem uses the bonus weight α_t ρ(x).
+Policies are kept as log-probabilities so that probabilities like e^(−r_max/β) survive. The
+objective's α J* term is an expectation over x ~ ρ, so prompt x's problem uses the bonus
+weight α_t ρ(x).
 """
 from __future__ import annotations
 
@@ -138,8 +139,9 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
   # With a constant α and a calibration policy that does not move, a step changes only the
   # sampled prompt's problem (3.1a): the others keep their solutions (module docstring).
   fixed_problems = not callable(alpha) and calibration != "current"
-  for field, value in (("solver", solver), ("unsampled_solver", unsampled_solver)):
-    if not isinstance(value, SolverConfig) and not (field != "solver" and value is None):
+  for field, value, optional in (("solver", solver, False),
+                                 ("unsampled_solver", unsampled_solver, True)):
+    if not (isinstance(value, SolverConfig) or (optional and value is None)):
       raise ValueError(f"{field} must be a rbx.rlhf.SolverConfig, got {type(value).__name__}")
   for field, value in (("pi_init", pi_init), ("pi_prev_init", pi_prev_init), ("pi_cal", pi_cal)):
     if value is not None:
@@ -180,7 +182,7 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
 
   def resolve_all(task: Task, wins, cal, alpha_x, r0, x, t):
     """Every prompt's problem re-solved: `solver` at x and at `full_solves` prompts in
-    rotation, `unsampled_solver` at the others; (X, A)."""
+    rotation, `unsampled_solver` at the others (and, overwritten, at those few); (X, A)."""
     X = wins.shape[0]
     if unsampled_solver is None or X <= full_solves + 1:
       return solve_all(task, wins, cal, alpha_x, r0)

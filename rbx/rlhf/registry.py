@@ -35,8 +35,9 @@ SCHEDULE_PARAMS = {
 }
 SOLVER = {"solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
 UNSAMPLED = {
-    "unsampled_solver": reg.table(doc="rbx.rlhf.SolverConfig fields at the prompts a step did "
-                                  "not sample (default: rbx.rlhf.agents.UNSAMPLED_SOLVER)"),
+    "unsampled_solver": reg.table(doc="algorithm1's opt-in lazy re-solve: rbx.rlhf.SolverConfig "
+                                  "fields at the prompts a step did not sample (default: none, "
+                                  "`solver` at every prompt)"),
     "full_solves": reg.integer(0, doc="unsampled prompts given `solver` each step, in rotation "
                                "(>= |X| - 1: every prompt)")}
 POLICY = reg.vector(doc="a policy, shape (A,) or (X, A)")

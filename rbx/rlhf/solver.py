@@ -46,8 +46,8 @@ Method (fixed iteration counts, so it jits and vmaps):
    CPU devices at once. ℓ, ∇ℓ and the Laplacian are dense over the (A, A) pairs, O(A²) a
    step; for r_max ≤ 88 their A² terms e^(r_b − r_a) are ratios of the A numbers
    e^(r − r_max/2) (`_Problem.ratios`: A exponentials, not A²; an ascent step at A = 10
-   takes half the time, `python benchmarks/solver_profile.py`, table 1). The best trial point (including the current one) is kept, so the ranked function
-   never decreases.
+   takes half the time, `python benchmarks/solver_profile.py`, table 1). The best trial point
+   (including the current one) is kept, so the ranked function never decreases.
 3. The best refined point is returned.
 
 *β = 0* (the discussion after Theorem 1). Then J*(r) = max_a r_a − π_cal·r, so
@@ -305,9 +305,10 @@ class _Problem(NamedTuple):
   def derivatives(self, r):
     """∇ℓ(r), shape (A,), and −∇²ℓ(r) = diag(c 1) − c with c_ab = (W_ab + W_ba) σ′(r_a − r_b),
     the Laplacian of the comparison graph, shape (A, A); in closed form over the dense (A, A)
-    pairs, O(A²), σ from `ratios` for r_max ≤ `_RATIO_RANGE` (cheaper than autodiff). Row sums are products with a ones
-    vector: on XLA:CPU about 6× faster than `jnp.sum` over the last axis on these small
-    batched matrices (`python benchmarks/solver_profile.py`, table 2)."""
+    pairs, O(A²), σ from `ratios` for r_max ≤ `_RATIO_RANGE` (cheaper than autodiff). Row
+    sums are products with a ones vector: on XLA:CPU about 6× faster than `jnp.sum` over the
+    last axis on these small batched matrices (`python benchmarks/solver_profile.py`, table
+    2)."""
     A = r.shape[0]
     ones = jnp.ones(A, r.dtype)
     n = self.wins + self.wins.T
@@ -343,8 +344,9 @@ def _ascent_step(r, value, problem, r_max, config, slope=None):
   g = g + (problem.alpha * (pi - problem.pi_cal) if slope is None else slope)   # ∇F or ∇M
   beta = problem.beta                 # ∇²(α J*), 0 at β = 0 (where J* is piecewise linear)
   coef = jnp.where(beta > 0, problem.alpha / objectives.safe_beta(beta), 0.0)
-  # ∇²(α J*) = coef (diag π − ππᵀ), applied as a product, never formed
-  newton_f = lambda p: lap @ p - coef * (pi * p - pi * jnp.dot(pi, p))
+  # −∇²ℓ and ∇²(α J*) = coef (diag π − ππᵀ) applied as products, the latter never formed
+  newton_l = lambda p: lap @ p
+  newton_f = lambda p: newton_l(p) - coef * (pi * p - pi * jnp.dot(pi, p))
 
   tol = 1e-6 * r_max
   frozen = ((r <= tol) & (g < 0)) | ((r >= r_max - tol) & (g > 0))
@@ -353,7 +355,7 @@ def _ascent_step(r, value, problem, r_max, config, slope=None):
   ridge = 1e-6 * (1.0 + jnp.max(jnp.diag(lap)) + coef * jnp.max(pi * (1.0 - pi)))
   gmax = jnp.max(jnp.abs(g_free))
   cg = lambda m: _truncated_cg(m, g_free, free, ridge, jnp.diag(lap), config.cg_iterations)
-  directions = [cg(lambda p: lap @ p),                              # Newton on ℓ + linear
+  directions = [cg(newton_l),                                       # Newton on ℓ + linear
                 g_free * r_max / jnp.where(gmax > 0, gmax, 1.0)]    # scaled projected gradient
   if slope is None:
     directions.append(cg(newton_f))                                 # Newton on F

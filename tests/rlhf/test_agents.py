@@ -226,5 +226,7 @@ def test_the_lazy_re_solve_is_set_from_a_config_table():
                                   "full_solves": 1}, 10)
   res = rlhf.sweep(lambda: (env, agent), {}, seeds=2, steps=10, progress=False)
   assert np.isfinite(res.final()).all()
+  prepared = rlhf.registry.prepare({"unsampled_solver": {"starts": 2}}, env, 10)
+  assert prepared["unsampled_solver"] == rlhf.SolverConfig(starts=2)   # the table, not ignored
   with pytest.raises(ValueError, match=r"agent.unsampled_solver key='strats'"):
     rlhf.FAMILY.build("random_instance", {}, "algorithm1", {"unsampled_solver": {"strats": 2}}, 5)
