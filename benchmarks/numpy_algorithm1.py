@@ -4,7 +4,9 @@ write without rbx. The reference side of `rlhf_throughput.py`; it shares no code
 Single prompt (the bandit setting of the paper's section 4). The reward step (3.2a) uses the
 same method as rbx's solver (vertex multi-start, the starts chosen by F and by the relaxed
 score; per start, DC steps on the concave problem of the start's policy, then safeguarded
-projected Newton steps on F; a fixed step-size grid; ℓ and σ from A exponentials as rbx,
+projected Newton steps on F (the DC direction with the current slope and the scaled gradient;
+with `newton_f`, F's own Newton direction too; the DC steps try the DC direction alone, and the
+scaled gradient with `dc_gradient`); a fixed step-size grid; ℓ and σ from A exponentials as rbx,
 `pair_ratios`), with `np.linalg.solve` for the Newton systems (rbx: at most `cg_iterations`
 preconditioned conjugate-gradient steps, which vectorise over seeds and starts; a direct
 solve is what a NumPy loop would use, and at these sizes it costs the loop no more).
@@ -39,7 +41,7 @@ def log_likelihood_gradient(r, wins, r_max):
 
 
 def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_iterations, starts,
-          sizes):
+          sizes, newton_f=False, dc_gradient=False):
   A = len(pi_ref)
   cands = [np.full(A, 0.5 * r_max), np.clip(r_init, 0, r_max)]
   if A <= 5:
@@ -78,7 +80,7 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_itera
       free = ~(((r <= 1e-6 * r_max) & (g < 0)) | ((r >= r_max * (1 - 1e-6)) & (g > 0)))
       ridge = 1e-6 * (1 + lap.diagonal().max() + curv.diagonal().max())
       dirs = []
-      for m in (lap,) if dc else (lap, lap - curv):
+      for m in (lap, lap - curv) if newton_f and not dc else (lap,):
         sub = m[np.ix_(free, free)] + ridge * np.eye(free.sum())
         step = np.zeros(A)
         try:
@@ -87,7 +89,8 @@ def solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, iterations, dc_itera
           pass
         dirs.append(step)
       gf = np.where(free, g, 0.0)
-      dirs.append(gf * r_max / max(np.abs(gf).max(), 1e-30))
+      if not dc or dc_gradient:
+        dirs.append(gf * r_max / max(np.abs(gf).max(), 1e-30))
       trial = np.clip(r + sizes[:, None, None] * np.array(dirs)[None], 0, r_max).reshape(-1, A)
       trial = np.vstack([r[None], trial])
       if dc:

@@ -37,7 +37,8 @@ from rbx import rlhf  # noqa: E402
 BETA, R_MAX, ALPHA = 0.5, 2.0, 3.0
 _CFG = rlhf.SolverConfig()
 SOLVER = dict(iterations=_CFG.iterations, dc_iterations=_CFG.dc_iterations, starts=_CFG.starts,
-              sizes=_CFG.shrink ** np.arange(_CFG.line_search))   # the same settings in NumPy
+              sizes=_CFG.shrink ** np.arange(_CFG.line_search), newton_f=_CFG.newton_f,
+              dc_gradient=_CFG.dc_gradient)   # the same settings in NumPy
 
 
 def instance(A):

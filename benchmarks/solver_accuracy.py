@@ -11,6 +11,7 @@ re-solve on X prompts (`prompts_table`), its misses and its regret beside the fu
 
     python benchmarks/solver_accuracy.py                   # 160 problems per A ≤ 4 (minutes)
     python benchmarks/solver_accuracy.py --instances 20 --actions 2 3 4 10
+    python benchmarks/solver_accuracy.py --actions 10 --configs default the --seeds-times 4
     python benchmarks/solver_accuracy.py --prompts 20        # Algorithm 1's lazy re-solve
 """
 from __future__ import annotations
@@ -31,6 +32,8 @@ from rbx import rlhf  # noqa: E402
 S = rlhf.SolverConfig
 CONFIGS = {
     "default": S(),
+    "the directions before (newton_f, dc_gradient)": S(newton_f=True, dc_gradient=True),
+    "F's Newton direction too (newton_f=True)": S(newton_f=True),
     "3 step sizes, 6 CG steps": S(line_search=3, cg_iterations=6),
     "exact CG (cg_iterations=A+2)": S(cg_iterations=1000),
     "no DC phase (dc_iterations=0)": S(dc_iterations=0),
@@ -40,7 +43,9 @@ CONFIGS = {
     "8 iterations, 3 DC (iterations=8, dc_iterations=3)": S(iterations=8, dc_iterations=3),
 }
 STRONG = S(iterations=40, dc_iterations=20, line_search=12, starts=100_000, cg_iterations=1000)
-TRAJECTORY_CONFIGS = ("default", "F alone ranks the vertices (screen='value')",
+TRAJECTORY_CONFIGS = ("default", "the directions before (newton_f, dc_gradient)",
+                      "F's Newton direction too (newton_f=True)",
+                      "F alone ranks the vertices (screen='value')",
                       "3 step sizes, 6 CG steps", "one step size (line_search=1)",
                       "8 iterations, 4 DC (iterations=8)",
                       "8 iterations, 3 DC (iterations=8, dc_iterations=3)")
@@ -68,11 +73,16 @@ def main():
   p.add_argument("--instances", type=int, default=160, help="random problems per A ≤ 10")
   p.add_argument("--actions", nargs="+", type=int, default=[2, 3, 4, 10, 50, 200])
   p.add_argument("--seed", type=int, default=5000)
+  p.add_argument("--configs", nargs="+", default=None, metavar="LABEL",
+                 help="only the configs whose label starts with one of these")
+  p.add_argument("--seeds-times", type=int, default=1,
+                 help="multiply the trajectories' seed counts (a tighter miss rate)")
   p.add_argument("--prompts", type=int, default=None,
                  help="only the table of Algorithm 1's lazy re-solve on this many prompts")
   args = p.parse_args()
   if args.prompts:
     return prompts_table(args.prompts)
+  chosen = lambda label: args.configs is None or label.startswith(tuple(args.configs))
   print("Random problems")
   for A in args.actions:
     n = args.instances if A <= 10 else max(args.instances // (A // 10), 8)
@@ -84,15 +94,18 @@ def main():
       best, what = solve(problems, STRONG), "every candidate refined for 40 iterations"
     print(f"A = {A}: against {what}")
     for label, cfg in CONFIGS.items():
+      if not chosen(label):
+        continue
       report(label, (best - solve(problems, cfg)) / np.maximum(np.abs(best), 1e-9))
   print("\nAlgorithm 1's solves along its trajectories (α = 3), against the long solve")
   for A in args.actions:
     if A not in TRAJECTORIES:
       continue
     seeds, steps = TRAJECTORIES[A]
+    seeds *= args.seeds_times
     for beta, r_max, dev in ((0.5, 2.0, 1.0), (0.1, 4.0, 2.0)):
       env = rlhf.random_instance(jax.random.key(A), 1, A, beta, r_max, deviation=dev)
-      for label in TRAJECTORY_CONFIGS:
+      for label in filter(chosen, TRAJECTORY_CONFIGS):
         gaps = ref.trajectory_gaps(env, 3.0, seeds, steps, CONFIGS[label], STRONG)
         report(f"A = {A}, β = {beta} ({seeds} × {steps}), {label}", gaps.ravel())
 

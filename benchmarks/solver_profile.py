@@ -1,9 +1,10 @@
 """Where a solve of (3.1a)/(3.2a) spends its time: the figures behind `rlhf/solver.py`'s choices.
 
 1. One ascent step (`solver._ascent_step`, jitted, vmapped over random problems, one device)
-   with parts switched off: the default, ℓ and σ from A² exponentials (the path for
-   r_max > 88) instead of A (`solver._Problem.ratios`), no CG (`cg_iterations=0`), one step
-   size (`line_search=1`), both; for the Newton steps on F and the DC steps.
+   with parts switched on or off: the default, F's own Newton direction too (`newton_f`),
+   ℓ and σ from A² exponentials (the path for r_max > 88) instead of A
+   (`solver._Problem.ratios`), no CG (`cg_iterations=0`), one step size (`line_search=1`),
+   both; for the steps on F and the DC steps.
 2. The Laplacian's pieces: σ as `jax.nn.sigmoid`, 1/(1 + e^(−d)) or from A exponentials; row
    sums as `jnp.sum` over the last axis or a product with a ones vector.
 3. Algorithm 1 sweeps with the starts and trial points vmapped or mapped one after another
@@ -48,6 +49,7 @@ def step_table(A, n):
   args = problems(A, n)
   default = solver.SolverConfig()
   for label, cfg, box in [("default", default, 2.0),
+                          ("Newton on F too", solver.SolverConfig(newton_f=True), 2.0),
                           ("A² exponentials", default, np.inf),
                           ("no CG", solver.SolverConfig(cg_iterations=0), 2.0),
                           ("one step size", solver.SolverConfig(line_search=1), 2.0),
@@ -60,7 +62,7 @@ def step_table(A, n):
         return solver._ascent_step(r, solver._ranked(prob, slope)(r), prob, jnp.float32(2.0), cfg,
                                    slope)
       row.append(best_ms(jax.jit(jax.vmap(step)), *args))
-    print(f"  {label:14s} F step {row[0]:7.1f}   DC step {row[1]:7.1f}", flush=True)
+    print(f"  {label:16s} F step {row[0]:7.1f}   DC step {row[1]:7.1f}", flush=True)
 
 
 def laplacian_table(A, n):

@@ -35,10 +35,16 @@ Method (fixed iteration counts, so it jits and vmaps):
    another vertex's basin (on one random 4-action instance of 180 that cost 20% of F). The
    remaining steps ascend F itself. Every step is a safeguarded projected Newton step: bounds
    that are active (at 0 with ascent direction < 0, or at r_max with > 0) are frozen; on the
-   free coordinates the directions tried are the Newton direction of ℓ + linear term (the
-   DC step), the gradient scaled to the box, and, on F, the Newton direction of F itself
-   (quadratic convergence near a strict local maximum; truncated at negative curvature) —
-   each at the step sizes `shrink`^0, …, `shrink`^(`line_search`−1). Newton systems are solved
+   free coordinates the direction tried is the Newton direction of ℓ + linear term (the DC
+   step; on F with the linear term α ∇J*(r) of the current point: a Newton step whose Hessian
+   leaves out ∇²(α J*)), and on F also the gradient scaled to the box, each at the step sizes
+   `shrink`^0, …, `shrink`^(`line_search`−1). Until 2026-12-03 every step also tried the
+   scaled gradient, and steps on F the Newton direction of F itself (quadratic convergence
+   near a strict local maximum; truncated at negative curvature; a second Newton system a
+   step); both remain options (`dc_gradient`, `newton_f`). Without them Algorithm 1 runs
+   1.4–1.5× faster at A = 10 and 50 and along its trajectories misses the global maximum by
+   > 1e-3 no more often, by > 1e-5 somewhat more often (the last digits converge linearly;
+   benchmarks/README.md, "Accuracy"). Newton systems are solved
    by conjugate gradients preconditioned by the Laplacian's diagonal, at most `cg_iterations`
    steps (an inexact Newton direction, still one of ascent; exact CG, A + 2 steps, reaches the
    same maxima on the accuracy benchmark at a higher cost); they
@@ -82,16 +88,20 @@ SCREENS = ("both", "value")
 class SolverConfig(NamedTuple):
   """Static settings of `solve_optimistic` (they set array shapes, so they are not traced).
 
-  A solve costs about starts × iterations × (3 · line_search + 1) evaluations of F, each O(A²),
-  plus two Newton systems per iteration of at most `cg_iterations` O(A²) products each (two
-  directions, not three, in the `dc_iterations` DC steps); at β = 0 it is
-  A × iterations × (2 · line_search + 1). The defaults reach the brute-force maximum to 1e-3
+  A solve costs about starts × iterations × (2 · line_search + 1) evaluations of F, each O(A²)
+  (line_search + 1 in the `dc_iterations` DC steps), plus one Newton system per iteration of
+  at most `cg_iterations` O(A²) products; at β = 0 it is A × iterations × (line_search + 1).
+  `newton_f` adds a direction and a second Newton system to the steps on F, `dc_gradient` a
+  direction to the DC steps. The defaults reach the brute-force maximum to 1e-3
   on the tests' random instances; lowering `starts` to 8 for A ≤ 4 does not (it drops vertex
   basins), nor does `dc_iterations=0` (see step 2). Two step sizes and four CG steps (the
   defaults since 3 step sizes and exact CG) miss the global maximum by > 1e-3 no more often on
   the accuracy benchmark and along Algorithm 1's trajectories (benchmarks/solver_accuracy.py),
   at 1.3× the speed; refining fewer starts (`keep`) misses more. `screen` ∈ `SCREENS`: how
   step 1 ranks the vertices, "both" (F and the relaxed score) or "value" (F alone).
+  `newton_f`: steps on F also try F's own Newton direction; `dc_gradient`: DC steps also try
+  the scaled gradient (step 2 of the module docstring; both the defaults until 2026-12-03:
+  more precise last digits, slower).
   """
   iterations: int = 10
   dc_iterations: int = 4
@@ -103,6 +113,8 @@ class SolverConfig(NamedTuple):
   max_vertex_actions: int = 5
   cg_iterations: int = 4
   screen: str = "both"
+  newton_f: bool = False
+  dc_gradient: bool = False
 
 
 def objective(r, wins, pi_ref, pi_cal, beta, alpha):
@@ -335,9 +347,11 @@ def _ascent_step(r, value, problem, r_max, config, slope=None):
   """One safeguarded projected Newton step (module docstring, step 2) from r, whose ranked
   value (`_ranked`) is `value`; returns the next point and its value, shapes (A,), ().
 
-  With a `slope` s (A,), the step ascends the concave function M(x) = ℓ(x) + s·x and ranks its
-  trial points by M (a DC step); otherwise it ascends F, ranks by F, and also tries the Newton
-  direction of F itself.
+  With a `slope` s (A,), the step ascends the concave function M(x) = ℓ(x) + s·x along its
+  Newton direction (and the scaled gradient with `config.dc_gradient`) and ranks its trial
+  points by M (a DC step); otherwise it ascends F along the DC direction with the slope
+  α ∇J*(r) and the scaled gradient (and F's own Newton direction with `config.newton_f`) and
+  ranks by F.
   """
   g, lap = problem.derivatives(r)
   pi = objectives.optimal_policy(r, problem.pi_ref, problem.beta)
@@ -355,9 +369,10 @@ def _ascent_step(r, value, problem, r_max, config, slope=None):
   ridge = 1e-6 * (1.0 + jnp.max(jnp.diag(lap)) + coef * jnp.max(pi * (1.0 - pi)))
   gmax = jnp.max(jnp.abs(g_free))
   cg = lambda m: _truncated_cg(m, g_free, free, ridge, jnp.diag(lap), config.cg_iterations)
-  directions = [cg(newton_l),                                       # Newton on ℓ + linear
-                g_free * r_max / jnp.where(gmax > 0, gmax, 1.0)]    # scaled projected gradient
-  if slope is None:
+  directions = [cg(newton_l)]                                       # Newton on ℓ + linear
+  if slope is None or config.dc_gradient:
+    directions.append(g_free * r_max / jnp.where(gmax > 0, gmax, 1.0))   # scaled gradient
+  if slope is None and config.newton_f:
     directions.append(cg(newton_f))                                 # Newton on F
   sizes = config.shrink ** jnp.arange(config.line_search, dtype=jnp.float32)
   trial = jnp.clip(r + sizes[:, None, None] * jnp.stack(directions)[None], 0.0, r_max)

@@ -12,30 +12,44 @@ PROBLEMS = [ref.random_problem(np.random.default_rng(1000 + i), A)
             for A in (2, 3, 4) for i in range(12)]
 
 
-@pytest.fixture(scope="module")
-def solved():
+def _solve_all(config=rlhf.SolverConfig()):
   """rbx's answers for all PROBLEMS from one vmapped, jitted call per action count."""
   out = []
   for A in (2, 3, 4):
     group = [p for p in PROBLEMS if len(p["pi_ref"]) == A]
     stack = {k: jnp.asarray(np.array([p[k] for p in group]), jnp.float32) for k in group[0]}
-    fn = jax.jit(jax.vmap(lambda w, pr, pc, b, a, rm: rlhf.solve_optimistic(w, pr, pc, b, a, rm)))
+    fn = jax.jit(jax.vmap(lambda w, pr, pc, b, a, rm: rlhf.solve_optimistic(w, pr, pc, b, a, rm,
+                                                                             config=config)))
     out += list(np.asarray(fn(stack["wins"], stack["pi_ref"], stack["pi_cal"], stack["beta"],
                               stack["alpha"], stack["r_max"]), np.float64))
   return out
 
 
-def _gap(p, r):
-  best, _ = ref.brute_force_max(**p)
+@pytest.fixture(scope="module")
+def solved():
+  return _solve_all()
+
+
+@pytest.fixture(scope="module")
+def solved_before():
+  """The same with the directions the solver tried before 2026-12-03 (`SolverConfig.newton_f`,
+  `dc_gradient`): still options, so still checked."""
+  return _solve_all(rlhf.SolverConfig(newton_f=True, dc_gradient=True))
+
+
+def _gap(p, r, best=None):
+  best = ref.brute_force_max(**p)[0] if best is None else best
   value = ref.objective(r, p["wins"], p["pi_ref"], p["pi_cal"], p["beta"], p["alpha"])
   return (best - value) / max(abs(best), 1e-9)
 
 
 @pytest.mark.parametrize("i", range(len(PROBLEMS)))
-def test_matches_brute_force_global_maximum(solved, i):
-  p, r = PROBLEMS[i], solved[i]
-  assert np.all(r >= 0) and np.all(r <= p["r_max"] * (1 + 1e-6))
-  assert _gap(p, r) <= 1e-3
+def test_matches_brute_force_global_maximum(solved, solved_before, i):
+  p = PROBLEMS[i]
+  best, _ = ref.brute_force_max(**p)
+  for r in (solved[i], solved_before[i]):
+    assert np.all(r >= 0) and np.all(r <= p["r_max"] * (1 + 1e-6))
+    assert _gap(p, r, best) <= 1e-3
 
 
 def test_the_instances_are_not_concave():
