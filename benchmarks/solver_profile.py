@@ -1,18 +1,22 @@
 """Where a solve of (3.1a)/(3.2a) spends its time: the figures behind `rlhf/solver.py`'s choices.
 
 1. One ascent step (`solver._ascent_step`, jitted, vmapped over random problems, one device)
-   with parts switched on or off: the default, F's own Newton direction too (`newton_f`),
-   ℓ and σ from A² exponentials (the path for r_max > 88) instead of A
+   with parts switched on or off: the default, the directions before 2026-12-03 (F's own
+   Newton direction in steps on F, the scaled gradient in DC steps: `newton_f`,
+   `dc_gradient`), ℓ and σ from A² exponentials (the path for r_max > 88) instead of A
    (`solver._Problem.ratios`), no CG (`cg_iterations=0`), one step size (`line_search=1`),
    both; for the steps on F and the DC steps.
 2. The Laplacian's pieces: σ as `jax.nn.sigmoid`, 1/(1 + e^(−d)) or from A exponentials; row
    sums as `jnp.sum` over the last axis or a product with a ones vector.
 3. Algorithm 1 sweeps with the starts and trial points vmapped or mapped one after another
    (`solver._SEQUENTIAL_FROM`), per A, one device.
+4., 5. (each alone, on request) Algorithm 1 sweeps with two solver configs alternated: the
+   screen (`screen`), the step's directions (`newton_f`, `dc_gradient`).
 
     python benchmarks/solver_profile.py                 # A = 10 for 1-2, A ∈ {3, 10, 50, 200} for 3
     python benchmarks/solver_profile.py --actions 10 50 --batch 4096
     python benchmarks/solver_profile.py --screen --actions 10 50   # 4. the screen's cost
+    python benchmarks/solver_profile.py --directions --actions 10 50   # 5. the step's directions
 """
 from __future__ import annotations
 
@@ -49,7 +53,8 @@ def step_table(A, n):
   args = problems(A, n)
   default = solver.SolverConfig()
   for label, cfg, box in [("default", default, 2.0),
-                          ("Newton on F too", solver.SolverConfig(newton_f=True), 2.0),
+                          ("directions before", solver.SolverConfig(newton_f=True, dc_gradient=True),
+                           2.0),
                           ("A² exponentials", default, np.inf),
                           ("no CG", solver.SolverConfig(cg_iterations=0), 2.0),
                           ("one step size", solver.SolverConfig(line_search=1), 2.0),
@@ -106,20 +111,22 @@ def mapping_table(actions):
     solver._SEQUENTIAL_FROM = saved
 
 
-def screen_table(actions, repeats=3):
-  print("4. Algorithm 1 (α = 3) through rlhf.sweep on one device, screen 'both' (default) vs "
-        "'value' (F alone), alternated in one process (seed-steps/s)")
+def alternated_table(title, configs, actions, repeats=3):
+  """Algorithm 1 (α = 3) through rlhf.sweep on one device with each of `configs` (label ->
+  SolverConfig), alternated in one process; the rates and the first's best over the second's."""
+  print(f"{title}, alternated in one process (seed-steps/s)")
   for A in actions:
     seeds, steps = SWEEPS.get(A, (2, 1))
     env = rlhf.random_instance(jax.random.key(A), 1, A, 0.5, 2.0, deviation=1.0)
-    rates = {"both": [], "value": []}
+    rates = {label: [] for label in configs}
     for _ in range(repeats):
-      for screen in rates:
-        agent = lambda screen=screen: (env, rlhf.algorithm1(3.0, solver=rlhf.SolverConfig(screen=screen)))
-        rates[screen].append(rlhf.sweep(agent, {}, seeds=seeds, steps=steps, devices=1,
-                                        progress=False).timing["seed_steps_per_second"])
-    print(f"  A = {A:4d}, {seeds} seeds x {steps} steps: both {rates['both']}  value "
-          f"{rates['value']}  (best both / best value {max(rates['both']) / max(rates['value']):.2f})",
+      for label, cfg in configs.items():
+        agent = lambda cfg=cfg: (env, rlhf.algorithm1(3.0, solver=cfg))
+        rates[label].append(rlhf.sweep(agent, {}, seeds=seeds, steps=steps, devices=1,
+                                       progress=False).timing["seed_steps_per_second"])
+    first, second = (max(r) for r in rates.values())
+    shown = "  ".join(f"{label} {[round(x, 1) for x in r]}" for label, r in rates.items())
+    print(f"  A = {A:4d}, {seeds} seeds x {steps} steps: {shown}  (best / best {first / second:.2f})",
           flush=True)
 
 
@@ -128,9 +135,17 @@ def main():
   p.add_argument("--actions", nargs="+", type=int, default=[3, 10, 50, 200])
   p.add_argument("--batch", type=int, default=16384, help="problems for tables 1-2 (A = 10)")
   p.add_argument("--screen", action="store_true", help="only table 4 (the screen's cost)")
+  p.add_argument("--directions", action="store_true",
+                 help="only table 5 (the step's directions against those before 2026-12-03)")
   args = p.parse_args()
+  S = rlhf.SolverConfig
   if args.screen:
-    return screen_table(args.actions)
+    return alternated_table("4. screen 'both' (default) vs 'value' (F alone)",
+                            {"both": S(), "value": S(screen="value")}, args.actions)
+  if args.directions:
+    return alternated_table("5. the default directions vs those before (newton_f, dc_gradient)",
+                            {"default": S(), "before": S(newton_f=True, dc_gradient=True)},
+                            args.actions)
   print(f"jax {jax.__version__}, {jax.devices()[0].platform}; jitted calls on one device, best of 5")
   step_table(10, args.batch)
   laplacian_table(10, args.batch)
