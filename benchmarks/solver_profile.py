@@ -12,11 +12,13 @@
    (`solver._SEQUENTIAL_FROM`), per A, one device.
 4., 5. (each alone, on request) Algorithm 1 sweeps with two solver configs alternated: the
    screen (`screen`), the step's directions (`newton_f`, `dc_gradient`).
+6. (alone, on request) Algorithm 1 sweeps per seed batch, beside the default for the problem.
 
     python benchmarks/solver_profile.py                 # A = 10 for 1-2, A ∈ {3, 10, 50, 200} for 3
     python benchmarks/solver_profile.py --actions 10 50 --batch 4096
     python benchmarks/solver_profile.py --screen --actions 10 50   # 4. the screen's cost
     python benchmarks/solver_profile.py --directions --actions 10 50   # 5. the step's directions
+    python benchmarks/solver_profile.py --seed-batch --actions 3 10 50 200   # 6. seed batches
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import rlhf
-from rbx.rlhf import solver
+from rbx.rlhf import registry as rlhf_registry, solver
 
 
 def best_ms(f, *args, repeats=5):
@@ -130,11 +132,32 @@ def alternated_table(title, configs, actions, repeats=3):
           flush=True)
 
 
+def seed_batch_table(actions, prompts=100):
+  """Algorithm 1 (α = 3) through rlhf.sweep with the default devices at several seed batches
+  (seeds vmapped at once per device), beside the default (`rlhf.registry.default_seed_batch`):
+  per A on one prompt, and on `prompts` prompts at A = 10."""
+  print("6. Algorithm 1 (α = 3) through rlhf.sweep (default devices) per seed batch (seed-steps/s)")
+  cases = [(1, A, max(64, SWEEPS.get(A, (2, 1))[0]), SWEEPS.get(A, (2, 1))[1]) for A in actions]
+  cases.append((prompts, 10, 256, 4))
+  for X, A, seeds, steps in cases:
+    env = rlhf.random_instance(jax.random.key(A), X, A, 0.5, 2.0, deviation=1.0)
+    default = rlhf_registry.default_seed_batch(env)
+    rates = {}
+    for batch in sorted({1, 4, 16, 64, default}):
+      rates[batch] = rlhf.sweep(lambda: (env, rlhf.algorithm1(3.0)), {}, seeds=seeds, steps=steps,
+                                seed_batch=batch, progress=False).timing["seed_steps_per_second"]
+    shown = "  ".join(f"{b}: {r:.1f}" for b, r in rates.items())
+    print(f"  |X| = {X}, A = {A:4d}, {seeds} seeds x {steps} steps: {shown}   default {default}: "
+          f"{rates[default] / max(rates.values()):.2f} of the best", flush=True)
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--actions", nargs="+", type=int, default=[3, 10, 50, 200])
   p.add_argument("--batch", type=int, default=16384, help="problems for tables 1-2 (A = 10)")
   p.add_argument("--screen", action="store_true", help="only table 4 (the screen's cost)")
+  p.add_argument("--seed-batch", action="store_true",
+                 help="only table 6 (the default seed batch against others)")
   p.add_argument("--directions", action="store_true",
                  help="only table 5 (the step's directions against those before 2026-12-03)")
   args = p.parse_args()
@@ -142,6 +165,8 @@ def main():
   if args.screen:
     return alternated_table("4. screen 'both' (default) vs 'value' (F alone)",
                             {"both": S(), "value": S(screen="value")}, args.actions)
+  if args.seed_batch:
+    return seed_batch_table(args.actions)
   if args.directions:
     return alternated_table("5. the default directions vs those before (newton_f, dc_gradient)",
                             {"default": S(), "before": S(newton_f=True, dc_gradient=True)},

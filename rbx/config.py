@@ -11,8 +11,9 @@ chunk = 100                  # steps per jitted chunk (checkpoint, progress); de
                              # never more than steps
 record = "steps"             # "steps", "log" (R(t) at log_points log-spaced t) or "summary" (R(T))
 log_points = 50
-seed_batch = 64              # seeds vmapped at once per device (default rlhf 64; neural 1 on
-                             # a CPU, 64 on an accelerator: rbx.neural.default_seed_batch)
+seed_batch = 64              # seeds vmapped at once per device (default rlhf 64, fewer for large
+                             # A and |X|: rbx.rlhf.registry.default_seed_batch; neural 1 on a
+                             # CPU, 64 on an accelerator: rbx.neural.default_seed_batch)
 seed_block = 4096            # seeds held in memory at once (default: all)
 devices = 8                  # local devices to shard the seeds over (default: all)
 out = "runs/example1"        # the run directory (default runs/<config name>)
@@ -289,10 +290,12 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
                   seeds=np.zeros(0, np.int64),     # made once their memory is checked, below
                   steps=steps, chunk=chunk, record=record,
                   log_points=run.get("log_points", 50),
-                  seed_batch=run.get("seed_batch", family.seed_batch()),
+                  seed_batch=run.get("seed_batch"),     # None: the family's, set below
                   seed_block=seed_block, devices=run.get("devices"),
                   out=out or run.get("out", default_out), text=text)
-  _check_points(config, where)
+  envs = _check_points(config, where)
+  if config.seed_batch is None:
+    config = config._replace(seed_batch=min(family.seed_batch(env) for env in envs))
   _wrap(lambda: sweep_lib.check_memory(config.build, config.grid, num_seeds, steps,
                                        checkpoint=True, **config.sweep_options()))
   return config._replace(seeds=np.arange(seeds) if isinstance(seeds, int) else np.asarray(seeds))
@@ -333,11 +336,13 @@ def _as_data(value):
   raise TypeError(f"{type(value).__name__} is not data")
 
 
-def _check_points(config: Config, where: dict[str, str]) -> None:
-  """Builds every grid point's environment and agent concretely (no tracing)."""
+def _check_points(config: Config, where: dict[str, str]) -> list:
+  """Builds every grid point's environment and agent concretely (no tracing); returns the
+  environments."""
+  envs = []
   for point in Grid(config.grid).each():
     try:
-      config.build(**point)
+      envs.append(config.build(**point)[0])
     except ValueError as e:
       msg = str(e)
       field = msg.split("=")[0].split(" ")[0]
@@ -346,6 +351,7 @@ def _check_points(config: Config, where: dict[str, str]) -> None:
       raise ConfigError(f"config{loc}{at}: {msg}") from e
     except (OSError, TypeError) as e:
       raise ConfigError(f"config [env] {config.env}: {e}") from e
+  return envs
 
 
 def _parameters(family: registry.Family, env: str, agents: list[str]) -> dict[str, Param]:

@@ -137,7 +137,8 @@ class Family:
     name: "rlhf", "neural", ...
     env_types: the classes of the family's environments (how `rbx.sweep` finds the family).
     envs, agents: name -> `Entry`, in registration order.
-    seed_batch: the default seeds vmapped at once per device.
+    seed_batch: `seed_batch(env) -> int`, the default seeds vmapped at once per device for an
+      environment of the family (64 unless the family says otherwise).
     prepare: `prepare(agent_params, env, steps) -> agent_params` turns declared parameters
       into constructor arguments (e.g. a schedule's name and parameters into α_t); identity
       by default.
@@ -148,7 +149,7 @@ class Family:
   """
 
   def __init__(self, name: str, env_types: tuple[type, ...] = (),
-               seed_batch: Callable[[], int] = lambda: 64, prepare: Callable | None = None,
+               seed_batch: Callable[[Any], int] = lambda env: 64, prepare: Callable | None = None,
                load_env: Callable | None = None, reference_exponent: Callable | None = None):
     self.name = name
     self.env_types = tuple(env_types)

@@ -53,7 +53,8 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     steps: T, steps per run.
     static: fields looped over in Python; default: the fields the family declares static.
     devices: local devices to shard the seeds over (default all, at most one per seed).
-    seed_batch: seeds vmapped at once per device (default: the family's).
+    seed_batch: seeds vmapped at once per device (default: the family's for the grid's
+      environments, the smallest of them; rlhf: fewer for large A and |X|).
     chunk: steps per jitted chunk (progress, checkpoints, Ctrl-C); default all T, or about
       T/20 (a divisor of T) when a bar is shown.
     record: "steps" (every r_t), "log" or "summary" (see `rbx.core.record`).
@@ -74,9 +75,9 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   """
   steps = _checks.positive_int("steps", steps)
   num_seeds = _num_seeds(seeds)
-  plan, family = _plan(build, grid, steps, static)
+  plan, family, envs = _plan(build, grid, steps, static)
   if seed_batch is None:
-    seed_batch = family.seed_batch() if family is not None else 64
+    seed_batch = min(family.seed_batch(env) for env in envs) if family is not None else 64
   if chunk is None and progress_lib.shown(progress):
     chunk = progress_lib.chunk_for(steps)
   options = driver.Options(chunk=chunk, record=record, log_points=log_points,
@@ -108,19 +109,16 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
                       complete=out.complete)
 
 
-def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | None]:
+def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | None, list]:
   """The driver's sweep (seeds None: the caller sets them once their memory is checked),
-  every grid point built concretely first (ValueError for a bad one), and the environment's
-  family."""
+  every grid point built concretely first (ValueError for a bad one), the environment's
+  family and every grid point's environment."""
   fields = Grid(grid)                       # checks the values before `build` sees them
-  points = list(fields.each())
-  env, _ = _built(build, points[0])
-  family = family_of(env)
+  envs = [_built(build, point)[0] for point in fields.each()]
+  family = family_of(envs[0])
   if static is None:
     static = sorted(family.static_names()) if family is not None else ()
-  for point in points[1:]:
-    _built(build, point)
-  return _driver_sweep(build, grid, None, steps, static), family
+  return _driver_sweep(build, grid, None, steps, static), family, envs
 
 
 def check_memory(build, grid, seeds: int, steps: int, *, static: Sequence[str],

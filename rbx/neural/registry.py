@@ -58,7 +58,7 @@ def load_env(name: str, params: dict[str, Any]):
 
 
 FAMILY = registry.family("neural", env_types=(env_lib.ClassificationEnv, env_lib.SyntheticEnv),
-                         seed_batch=default_seed_batch, load_env=load_env)
+                         seed_batch=lambda env: default_seed_batch(), load_env=load_env)
 
 FAMILY.env("synthetic", env_lib.synthetic, {
     "reward": string(env_lib.SYNTHETIC_REWARDS, doc="h(x): xᵀa, 10(xᵀa)² or cos(3xᵀa)"),

@@ -73,8 +73,19 @@ def _random_instance(num_prompts=4, num_actions=3, beta=0.5, r_max=2.0, deviatio
                                  deviation)
 
 
+def default_seed_batch(env) -> int:
+  """Seeds vmapped at once per device by default for `env`: the largest power of two ≤ 64 with
+  seeds × |X| × A² ≤ 2^16, at least 1 — 64 at A ≤ 32 on one prompt, 16 at A = 50, 1 at
+  A = 200, 4 at |X| = 100 and A = 10. The solver's batch then holds ≤ 2^16 × 16 starts entries
+  per (A, A) array, near the CPU's caches: 64 seeds ran Algorithm 1 at 0.45× the rate of 1–4
+  at A = 200 and 0.7× that of 16 at A = 50; at A ≤ 10 64 is as fast as any
+  (`python benchmarks/solver_profile.py --seed-batch`, table 6; benchmarks/README.md)."""
+  per_seed = env.num_prompts * env.num_actions ** 2
+  return 1 << max(0, min(6, (2 ** 16 // per_seed).bit_length() - 1))
+
+
 FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.ContextualPreferenceEnv),
-                    seed_batch=lambda: 64,
+                    seed_batch=default_seed_batch,
                     prepare=prepare, reference_exponent=analysis.paper_exponent)
 
 ENV_BETA = reg.real(doc="the KL weight β ≥ 0 (0: the greedy policy; exact agents only)")
