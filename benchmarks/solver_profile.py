@@ -13,16 +13,24 @@
 4., 5. (each alone, on request) Algorithm 1 sweeps with two solver configs alternated: the
    screen (`screen`), the step's directions (`newton_f`, `dc_gradient`).
 6. (alone, on request) Algorithm 1 sweeps per seed batch, beside the default for the problem.
+7. (alone, on request) a whole solve under the profiler: its time by kind of XLA:CPU thunk.
 
     python benchmarks/solver_profile.py                 # A = 10 for 1-2, A ∈ {3, 10, 50, 200} for 3
     python benchmarks/solver_profile.py --actions 10 50 --batch 4096
     python benchmarks/solver_profile.py --screen --actions 10 50   # 4. the screen's cost
     python benchmarks/solver_profile.py --directions --actions 10 50   # 5. the step's directions
     python benchmarks/solver_profile.py --seed-batch --actions 3 10 50 200   # 6. seed batches
+    python benchmarks/solver_profile.py --trace --actions 10                # 7. a solve's thunks
 """
 from __future__ import annotations
 
 import argparse
+import collections
+import glob
+import gzip
+import json
+import re
+import tempfile
 import time
 
 import jax
@@ -151,11 +159,38 @@ def seed_batch_table(actions, prompts=100):
           f"{rates[default] / max(rates.values()):.2f} of the best", flush=True)
 
 
+def trace_table(A, n, repeats=3):
+  """7. Where a whole solve's time goes: `solve_optimistic` on n random problems (jitted, vmapped,
+  one device) under `jax.profiler.trace`, the executed XLA:CPU thunks summed by kind (a YNNPACK
+  fusion, a dot, XLA's own loop fusions by their fused ops) over `repeats` calls."""
+  w, pr, pc, r = problems(A, n)
+  f = jax.jit(jax.vmap(lambda w, pr, pc, r: rlhf.solve_optimistic(w, pr, pc, 0.5, 3.0, 2.0, r)))
+  jax.block_until_ready(f(w, pr, pc, r))
+  with tempfile.TemporaryDirectory() as tmp:
+    with jax.profiler.trace(tmp, create_perfetto_trace=True):
+      for _ in range(repeats):
+        jax.block_until_ready(f(w, pr, pc, r))
+    events = json.load(gzip.open(glob.glob(f"{tmp}/**/*.trace.json.gz", recursive=True)[0]))
+  events = events["traceEvents"] if isinstance(events, dict) else events
+  total = collections.Counter()
+  for e in events:
+    name = e.get("name", "")
+    if e.get("ph") == "X" and re.match(r"(ynn_fusion|dot|[a-z_-]+_fusion|wrapped_|sort|while)", name):
+      kind = re.sub(r"\.\d+$", "", name)
+      total[kind if kind in ("ynn_fusion", "dot") else "XLA loop fusions and the rest"] += e["dur"]
+  all_ms = sum(total.values()) / 1e3 / repeats
+  print(f"7. one solve of {n} problems, A = {A}, one device: {all_ms:.1f} ms of thunks a call")
+  for kind, us in total.most_common():
+    print(f"  {kind:32s} {us / 1e3 / repeats:8.1f} ms  {us / 1e3 / repeats / all_ms:6.1%}", flush=True)
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--actions", nargs="+", type=int, default=[3, 10, 50, 200])
   p.add_argument("--batch", type=int, default=16384, help="problems for tables 1-2 (A = 10)")
   p.add_argument("--screen", action="store_true", help="only table 4 (the screen's cost)")
+  p.add_argument("--trace", action="store_true",
+                 help="only table 7 (a solve's time by kind of XLA:CPU thunk, A = --actions[0])")
   p.add_argument("--seed-batch", action="store_true",
                  help="only table 6 (the default seed batch against others)")
   p.add_argument("--directions", action="store_true",
@@ -165,6 +200,8 @@ def main():
   if args.screen:
     return alternated_table("4. screen 'both' (default) vs 'value' (F alone)",
                             {"both": S(), "value": S(screen="value")}, args.actions)
+  if args.trace:
+    return trace_table(args.actions[0], 1024)
   if args.seed_batch:
     return seed_batch_table(args.actions)
   if args.directions:

@@ -22,7 +22,11 @@ ENVS = {"example1": lambda: rlhf.example1(p=0.0, beta=0.5, r_max=4.0),
 @pytest.mark.parametrize("example", list(ENVS))
 @pytest.mark.parametrize("name", ["algorithm1", "vpo", "xpo"])
 def test_recorded_comparisons_give_the_recorded_regret(example, name):
-  env, agent = ENVS[example](), rlhf.get(name, alpha=3.0)
+  # the solver's directions at the recording (the defaults until 2026-12-03): Example 1's flat
+  # maximum makes the policy sensitive to the last digits of r, which the cheaper defaults now
+  # reach linearly, not quadratically (their regret differs by up to 0.019 a step here)
+  recorded_solver = rlhf.SolverConfig(newton_f=True, dc_gradient=True)
+  env, agent = ENVS[example](), rlhf.get(name, alpha=3.0, solver=recorded_solver)
   get = lambda field: jnp.asarray(RECORDED[f"{example}.{name}.{field}"])
 
   def replay(x, a1, a2, a1_wins):
