@@ -1,5 +1,35 @@
 import os
+import shutil
 import sys
+import tempfile
+
+import pytest
 
 # The tests import the shared helpers beside them (tests/helpers.py).
 sys.path.insert(0, os.path.dirname(__file__))
+
+# One persistent XLA compilation cache for the session, its subprocesses and notebook kernels
+# (they inherit the environment; set before JAX is imported): a program that several tests
+# rebuild (selm and xpo, the same sweep in two tests, a documented command) compiles once.
+# A cache directory the user set is kept; ours is removed at the end.
+_OWN_CACHE = None
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+  _OWN_CACHE = tempfile.mkdtemp(prefix="rbx-tests-xla-")
+  os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_CACHE
+  os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+  if "jax" in sys.modules:                  # imported already (a plugin): set it there too
+    sys.modules["jax"].config.update("jax_compilation_cache_dir", _OWN_CACHE)
+    sys.modules["jax"].config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+
+
+def pytest_sessionfinish(session, exitstatus):
+  if _OWN_CACHE is not None:
+    shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def demo_default():
+  """`rbx demo` at its default sizes, run once for the session: (printed lines, results)."""
+  from rbx import demo
+  lines = []
+  return lines, demo.run(echo=lines.append, progress=False)

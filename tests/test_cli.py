@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import rbx
-from rbx import cli, data, demo, experiment, rlhf
+from rbx import cli, data, experiment, rlhf
 from rbx.core import progress as progress_lib
 from rbx.core import results
 from helpers import example1_sweep
@@ -48,9 +48,8 @@ def test_names_get_a_hint_whatever_their_case(tmp_path):
 
 
 @pytest.mark.slow
-def test_demo_reports_the_standard_deviation_with_ddof_1_like_the_report():
-  lines = []
-  res = demo.run(seeds=3, steps=4, echo=lines.append)
+def test_demo_reports_the_standard_deviation_with_ddof_1_like_the_report(demo_default):
+  lines, res = demo_default
   assert "ddof = 1" in lines[0]
   final = res["example1"].sel(agent="vpo").final()
   row = next(l for l in lines if l.startswith("example1   vpo"))
