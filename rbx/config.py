@@ -295,7 +295,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
                   out=out or run.get("out", default_out), text=text)
   envs = _check_points(config, where)
   if config.seed_batch is None:
-    config = config._replace(seed_batch=min(family.seed_batch(env) for env in envs))
+    config = config._replace(seed_batch=family.grid_seed_batch(envs))
   _wrap(lambda: sweep_lib.check_memory(config.build, config.grid, num_seeds, steps,
                                        checkpoint=True, **config.sweep_options()))
   return config._replace(seeds=np.arange(seeds) if isinstance(seeds, int) else np.asarray(seeds))

@@ -17,9 +17,6 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
   _OWN_CACHE = tempfile.mkdtemp(prefix="rbx-tests-xla-")
   os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_CACHE
   os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
-  if "jax" in sys.modules:                  # imported already (a plugin): set it there too
-    sys.modules["jax"].config.update("jax_compilation_cache_dir", _OWN_CACHE)
-    sys.modules["jax"].config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
 def pytest_sessionfinish(session, exitstatus):

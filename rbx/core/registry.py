@@ -160,6 +160,10 @@ class Family:
     self.load_env = load_env or (lambda name, params: self.envs[name].make(**params))
     self.reference_exponent = reference_exponent or (lambda results, point: None)
 
+  def grid_seed_batch(self, envs) -> int:
+    """The default seed batch of a sweep over these environments: the smallest of theirs."""
+    return min(self.seed_batch(env) for env in envs)
+
   def env(self, name: str, make: Callable, params: Mapping[str, Param], doc: str = "") -> Callable:
     """Registers environment `name`; returns `make`."""
     self.envs[name] = Entry(name, make, dict(params), doc or _first_line(make))

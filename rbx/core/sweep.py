@@ -77,7 +77,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   num_seeds = _num_seeds(seeds)
   plan, family, envs = _plan(build, grid, steps, static)
   if seed_batch is None:
-    seed_batch = min(family.seed_batch(env) for env in envs) if family is not None else 64
+    seed_batch = family.grid_seed_batch(envs) if family is not None else 64
   if chunk is None and progress_lib.shown(progress):
     chunk = progress_lib.chunk_for(steps)
   options = driver.Options(chunk=chunk, record=record, log_points=log_points,

@@ -8,6 +8,7 @@ import pytest
 import rbx
 from rbx import config, experiment, rlhf
 from rbx.core import Agent, registry
+from rbx.core import sweep as core_sweep
 from rbx.core import results as results_lib
 
 
@@ -107,3 +108,25 @@ def test_registry_params_check_kinds_and_ranges():
 def test_one_sweep_for_every_family():
   from rbx import neural
   assert rlhf.sweep is rbx.sweep and neural.sweep is rbx.sweep and rlhf.simulate is rbx.simulate
+
+
+class _Stopped(Exception):
+  pass
+
+
+def test_a_sweeps_default_seed_batch_is_the_smallest_of_its_environments(registered, monkeypatch):
+  # rbx.sweep without seed_batch: the family's for each grid point's environment, the smallest
+  # (rlhf: 64 at A = 10, 16 at A = 50); a given one is kept. The run itself is not needed.
+  seen = []
+
+  def run(plan, options, **kwargs):
+    seen.append(options.seed_batch)
+    raise _Stopped
+
+  monkeypatch.setattr(core_sweep.driver, "run", run)
+  build = lambda A: (rlhf.random_instance(jax.random.key(0), 1, A, 0.5, 2.0, 1.0),
+                     rlhf.get("fixed_policy"))
+  for grid, seed_batch in (({"A": [10]}, None), ({"A": [10, 50]}, None), ({"A": [50]}, 8)):
+    with pytest.raises(_Stopped):
+      rbx.sweep(build, grid, seeds=2, steps=3, static=("A",), seed_batch=seed_batch)
+  assert seen == [64, 16, 8]
