@@ -20,8 +20,8 @@ from rbx.core import devices as _devices
 _devices.use_every_core()                 # before any JAX work: one CPU device per core
 
 from rbx import neural, rlhf, schedules  # noqa: E402
-from rbx.core.results import Results  # noqa: E402
+from rbx.core.results import Results, load  # noqa: E402
 from rbx.core.sweep import simulate, sweep  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["neural", "rlhf", "schedules", "sweep", "simulate", "Results", "__version__"]
+__all__ = ["neural", "rlhf", "schedules", "sweep", "simulate", "Results", "load", "__version__"]
