@@ -254,7 +254,7 @@ def comparison(scale: Scale, figdir: Figures) -> tuple[str, str]:
     failing = {"example1": "vpo", "example2": "xpo"}[name]
     versus.append(f"{name}: Algorithm 1 {mean[0]:.1f} vs {failing} "
                   f"{mean[AGENTS.index(failing)]:.1f}")
-    figures.append(_png(plots.cumulative(res, figdir / f"compare_{name}")))
+    figures.append(_png(plots.save(plots.cumulative(res), figdir / f"compare_{name}")))
   lines += ["", " ".join(f"![{p.stem}]({figdir.link(p)})" for p in figures), ""]
 
   beta, r_max, A, deviations = 0.5, 4.0, 4, (0.0, 1.0, 2.0)
@@ -333,7 +333,8 @@ def exponents(scale: Scale, figdir: Figures) -> tuple[str, str]:
     lines.append(f"| {beta:g} | " + " | ".join(f"{f[i].mean():.2f}" for f in finals)
                  + "".join(f" | **{v[0][i]:.3f}** [{v[1][i]:.3f}, {v[2][i]:.3f}]"
                            for v in (within, across)) + f" | {bound:.3f} |")
-  path = _png(plots.scaling(r, figdir / "exponents", report.reference_exponent(r)))
+  path = _png(plots.save(plots.scaling(r, reference=report.reference_exponent(r)),
+                         figdir / "exponents"))
   lines += ["", f"![regret against t]({figdir.link(path)})", ""]
   verdict = ("none lies above the bound's rate" if above == 0 else
              f"{above} interval(s) lie above the bound's rate: the bound's rate is not seen here")
