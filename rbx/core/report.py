@@ -192,16 +192,15 @@ def summary_table(res: results_lib.Results) -> list[str]:
   decimals that give the largest 4 significant digits)."""
   rows = res.summary()
   fields = list(res.grid_axes)
-  ran = [r for r in rows if np.isfinite(r["mean"])]
   keys = ("mean", "std", "ci_low", "ci_high", "median", "q10", "q90")
-  values = results_lib.column([r[k] for r in ran for k in keys])
-  text = [dict(zip(keys, values[i * len(keys):(i + 1) * len(keys)])) for i in range(len(ran))]
+  ran = [r for r in rows if np.isfinite(r["mean"])]
+  like = [r[k] for r in ran for k in keys]
+  text = {k: iter(results_lib.column([r[k] for r in ran], like=like)) for k in keys}
   lines = ["| " + " | ".join(fields + ["n", "mean", "std", "95% CI", "median", "10–90%"]) + " |",
            "|" + "---|" * (len(fields) + 6)]
-  done = iter(text)
   for r in rows:
     if np.isfinite(r["mean"]):
-      v = next(done)
+      v = {k: next(text[k]) for k in keys}
       cells = [str(r["n"]), v["mean"], v["std"], f"[{v['ci_low']}, {v['ci_high']}]",
                v["median"], f"[{v['q10']}, {v['q90']}]"]
     else:

@@ -223,8 +223,9 @@ class Results:
 
 class Table(list):
   """A table of results: a list of dict rows with the same keys, the label columns (the grid
-  axes, "seed") first. `print(table)` aligns the columns, every number in a column in one
-  format (`column`); `pandas.DataFrame(table)` or `table.to_dataframe()` is a DataFrame.
+  axes, "seed") first. `print(table)` aligns the columns and writes every statistic (all in
+  the units of R(T)) in one format (`column`); `pandas.DataFrame(table)` or
+  `table.to_dataframe()` is a DataFrame.
 
   Attributes:
     labels: the keys that label a row (written as given), the others being statistics.
@@ -238,7 +239,8 @@ class Table(list):
     if not self:
       return "(no rows)"
     keys = list(self[0])
-    cells = {k: column([r[k] for r in self], label=k in self.labels) for k in keys}
+    floats = [r[k] for r in self for k in keys if k not in self.labels]  # one format for all
+    cells = {k: column([r[k] for r in self], label=k in self.labels, like=floats) for k in keys}
     widths = {k: max(len(k), *map(len, cells[k])) for k in keys}
     right = {k: k not in self.labels or all(isinstance(r[k], (int, float)) for r in self)
              for k in keys}
@@ -252,11 +254,12 @@ class Table(list):
     return _optional("pandas", "to_dataframe").DataFrame(list(self))
 
 
-def column(values: list, label: bool = False) -> list[str]:
-  """`values` as text, one format for the column: labels, ints and strings as written
-  (floats as `g`); other floats with the decimals that give the largest |value| 4 significant
-  digits (0 to 6), so that "99.0" stands beside "101.2"; NaN as ""."""
-  finite = [abs(v) for v in values if isinstance(v, float) and np.isfinite(v)]
+def column(values: list, label: bool = False, like: list | None = None) -> list[str]:
+  """`values` as text in one format: labels, ints and strings as written (floats as `g`);
+  other floats with the decimals that give the largest |value| of `like` (default `values`)
+  4 significant digits (0 to 6), so that "99.0" stands beside "101.2"; NaN as ""."""
+  finite = [abs(v) for v in (values if like is None else like)
+            if isinstance(v, float) and np.isfinite(v)]
   if label or not finite:
     return [_text(v) for v in values]
   top = max(finite)

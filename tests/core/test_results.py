@@ -321,7 +321,7 @@ def test_the_repr_is_short_and_names_the_axes_with_a_summary():
                                   "regret)")
   assert "  agent  algorithm1, vpo" in text and "1, 2, 3, …, 399, 400" in text
   row = res.summary()[3]
-  assert any(line.split() == ["vpo", "1", "5", f"{row['mean']:.1f}", f"{row['std']:.3f}"]
+  assert any(line.split() == ["vpo", "1", "5", f"{row['mean']:.1f}", f"{row['std']:.1f}"]
              for line in text.splitlines())
   many = results_lib.Results(("x", "seed", "step"), {"x": np.arange(20.0), "seed": np.arange(3),
                                                      "step": np.arange(1, 3)},
