@@ -131,7 +131,7 @@ def band(ax, t: np.ndarray, values: np.ndarray, label: str | None = None, alpha:
   the mean over seeds and its 95% CI band (Student t, clipped at 0: `results.ci`; none with
   fewer than `MIN_SEEDS_FOR_CI` seeds), "quantile" the median and the band between the
   `quantiles` over seeds, "none" the mean alone; the band's opacity is `alpha`."""
-  _checks.choice("band", kind, BANDS)
+  _checks.choice("kind", kind, BANDS)
   if kind == "quantile":
     centre, low, high = np.quantile(values, (0.5, *quantiles), axis=0)
   else:

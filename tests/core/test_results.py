@@ -424,7 +424,7 @@ def test_quantile_bands_lie_within_the_data_and_plots_take_str_paths(tmp_path):
   edge = ax.collections[0].get_paths()[0].vertices[:, 1]
   assert values.min() <= edge.min() and edge.max() <= values.max()
   np.testing.assert_allclose(edge.max(), np.quantile(values[:, -1], 0.9))
-  with pytest.raises(ValueError, match="band='iqr' is not one of"):
+  with pytest.raises(ValueError, match="kind='iqr' is not one of"):
     plots.band(ax, t, values, kind="iqr")
   res = fake_results()
   fig = plots.cumulative(res, str(tmp_path / "x"), band="quantile")
