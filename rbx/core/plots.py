@@ -38,6 +38,7 @@ from rbx.core.grid import is_number
 
 MAX_LINES = 24
 MAX_PANELS = 6
+TITLE_WIDTH = 80                # characters on a title line before the next part starts a line
 MAX_TICKS = 12                  # heatmap tick labels per axis, thinned beyond
 MIN_SEEDS_FOR_CI = 3
 MAX_MARKERS = 60
@@ -208,9 +209,10 @@ def heatmap(res: results_lib.Results, path: str | os.PathLike | None = None) -> 
     im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
     if grid.size <= 144:
       size = 10 if grid.size <= 36 else 7
-      for (r, c), v in np.ndenumerate(grid):
+      text = results_lib.column([float(v) for v in grid.reshape(-1)])    # one format
+      for ((r, c), v), cell in zip(np.ndenumerate(grid), text):
         if np.isfinite(v):
-          ax.text(c, r, f"{v:.3g}", ha="center", va="center", fontsize=size, color=_ink(im, v))
+          ax.text(c, r, cell, ha="center", va="center", fontsize=size, color=_ink(im, v))
     xs, ys = ([_value(a, v) for v in res.coords[a]] for a in (xa, ya))
     keep_x, keep_y = (range(0, len(v), -(-len(v) // MAX_TICKS)) for v in (xs, ys))
     ax.set_xticks(keep_x, [xs[i] for i in keep_x])
@@ -229,14 +231,17 @@ def heatmap(res: results_lib.Results, path: str | os.PathLike | None = None) -> 
 
 
 def title(res: results_lib.Results, what: str) -> str:
-  """`what` under the run's title (config or metadata), after the run's fixed parameters
-  (`setting`), with `partial_label` when there is one."""
+  """The run's title (config or metadata) on its own line, then the run's fixed parameters
+  (`setting`), `what` and `partial_label`, joined by " · " on lines of at most
+  `TITLE_WIDTH` characters."""
   name = (res.config or {}).get("title") or (res.metadata or {}).get("title")
-  partial = partial_label(res)
-  what = what if partial is None else f"{what} — {partial}"
-  fixed = setting(res)
-  what = f"{fixed} · {what}" if fixed else what
-  return what if not name else f"{name}\n{what}"
+  lines = []
+  for part in filter(None, [setting(res), what, partial_label(res)]):
+    if lines and len(lines[-1]) + 3 + len(part) <= TITLE_WIDTH:
+      lines[-1] += " · " + part
+    else:
+      lines.append(part)
+  return "\n".join(([name] if name else []) + lines)
 
 
 def setting(res: results_lib.Results) -> str:

@@ -196,7 +196,8 @@ def test_plots_read_like_a_paper_figure():
   fig = plots.heatmap(res)
   texts = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
   final = res.final().mean(-1)
-  assert texts[f"{final.min():.3g}"] == "white" and texts[f"{final.max():.3g}"] == "black"
+  assert texts[f"{final.min():.1f}"] == "white" and texts[f"{final.max():.1f}"] == "black"
+  assert sorted(texts) == sorted(f"{v:.1f}" for v in final.reshape(-1))    # one format
   assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["Algorithm 1", "VPO"]
   title = "Fake sweep\nκ = 5, r_max = 7; α = 3 · mean R(T) over 5 seeds"     # β: the grid's
   example2 = {"title": "Fake sweep", "env": {"name": "example2", "kappa": 5.0, "beta": 0.1,
