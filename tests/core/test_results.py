@@ -431,6 +431,8 @@ def test_quantile_bands_lie_within_the_data_and_plots_take_str_paths(tmp_path):
   fig = plots.cumulative(res, str(tmp_path / "x"), band="quantile")
   assert isinstance(fig, Figure) and "median and 10–90% range over 5 seeds" in fig.axes[0].get_title()
   assert (tmp_path / "x.png").is_file() and (tmp_path / "x.svg").is_file()
+  ax = plots.cumulative(res, band="none").axes[0]
+  assert not ax.collections and ax.get_title().endswith("mean over 5 seeds")
   for draw in (plots.scaling, plots.heatmap):
     assert isinstance(draw(res, tmp_path / "sub" / f"{draw.__name__}.pdf"), Figure)
   assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["heatmap.pdf", "scaling.pdf"]
