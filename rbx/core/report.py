@@ -201,11 +201,11 @@ def summary_table(res: results_lib.Results) -> list[str]:
   for r in rows:
     if np.isfinite(r["mean"]):
       v = {k: next(text[k]) for k in keys}
-      cells = [str(r["n"]), v["mean"], v["std"], f"[{v['ci_low']}, {v['ci_high']}]",
+      cells = [v["mean"], v["std"], f"[{v['ci_low']}, {v['ci_high']}]",
                v["median"], f"[{v['q10']}, {v['q90']}]"]
     else:
-      cells = ["0", "not run yet", "", "", "", ""]
-    lines.append("| " + " | ".join([str(r[f]) for f in fields] + cells) + " |")
+      cells = ["not run yet", "", "", "", ""]
+    lines.append("| " + " | ".join([str(r[f]) for f in fields] + [str(r["n"])] + cells) + " |")
   return lines
 
 

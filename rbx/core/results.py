@@ -136,7 +136,8 @@ class Results:
     return dataclasses.replace(self, axes=axes, coords=coords, **{field: array})
 
   def summary(self) -> Table:
-    """R(T) per grid point, one `Table` row each: its grid labels, "n" seeds, "mean", "std"
+    """R(T) per grid point, one `Table` row each: its grid labels, "n" seeds (0 for a point
+    an interrupted run has not started), "mean", "std"
     (ddof = 1), the 95% CI "ci_low", "ci_high" (Student t, clipped at 0 for non-negative
     values: `ci`), and "median", "q10", "q90" (the 10% and 90% quantiles over seeds, which
     show a split between seeds that escape and seeds that stay stuck)."""
@@ -144,7 +145,8 @@ class Results:
     mean, low, high = (x.reshape(-1) for x in ci(final, axis=-1))
     std = mean_ci(final, axis=-1)[1].reshape(-1)
     median, q10, q90 = (x.reshape(-1) for x in np.quantile(final, (0.5, *QUANTILES), axis=-1))
-    return Table([{**point, "n": final.shape[-1], "mean": float(mean[i]), "std": float(std[i]),
+    n = np.isfinite(final).all(axis=-1).reshape(-1) * final.shape[-1]      # 0: not run yet
+    return Table([{**point, "n": int(n[i]), "mean": float(mean[i]), "std": float(std[i]),
                    "ci_low": float(low[i]), "ci_high": float(high[i]),
                    "median": float(median[i]), "q10": float(q10[i]), "q90": float(q90[i])}
                   for i, point in enumerate(points(self))], labels=self.grid_axes)
