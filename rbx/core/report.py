@@ -26,13 +26,14 @@ REPORT = "report.md"
 
 
 def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
-          log: bool = False) -> Path:
+          log: bool = False, band: str = "ci") -> Path:
   """Writes report.md and plots/ into `out` (default the run `directory`); returns its path.
-  `log`: a log regret axis in the cumulative plot."""
+  `log`: a log regret axis in the cumulative plot; `band`: its bands (`plots.cumulative`:
+  "ci", "quantile" or "none")."""
   res = load(directory)
   target = writable(directory if out is None else out, suggest_out=out is None)
   reference = reference_exponent(res)
-  figures = plots.plot_all(res, target / "plots", reference, log)
+  figures = plots.plot_all(res, target / "plots", reference, log, band)
   path = target / REPORT
   path.write_text(markdown(res, {k: v[0].relative_to(target) for k, v in figures.items()},
                            reference))
