@@ -159,7 +159,7 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
   lines += ["", f"## Cumulative regret R({'T' if res.complete else t_end})", "",
             "Over seeds: the mean, the standard deviation (ddof = 1) and the 95% confidence "
             "interval of the mean (Student t, its lower end clipped at 0 since regret is "
-            "non-negative, as in the plots' bands); the median and the 10% and 90% quantiles, "
+            "non-negative, like the plots' CI bands); the median and the 10% and 90% quantiles, "
             "which show seeds that split into stuck and escaped.", ""]
   lines += summary_table(res)
   fields = list(res.grid_axes)
