@@ -94,7 +94,7 @@ def select(array: np.ndarray, axes: Sequence[str], coords: Mapping[str, np.ndarr
     _checks.choice("axis", name, axes)
     i = axes.index(name)
     values = [plain(v) for v in coords[name]]
-    many = isinstance(value, (list, tuple, range, np.ndarray))
+    many = isinstance(value, (list, tuple, range)) or np.ndim(value) > 0
     wanted = [plain(v) for v in value] if many else [plain(value)]
     for v in wanted:
       if v not in values:
