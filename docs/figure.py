@@ -23,8 +23,7 @@ def main(argv=None) -> None:
   res = rlhf.sweep(lambda agent: (env, rlhf.get(agent, alpha=3.0)),
                    grid={"agent": ["algorithm1", "xpo"]}, seeds=args.seeds, steps=args.steps,
                    record="log", log_points=100)
-  args.out.parent.mkdir(parents=True, exist_ok=True)
-  plots.cumulative_figure(res).savefig(args.out, dpi=100, bbox_inches="tight")
+  plots.cumulative(res, args.out)
   print(args.out)
 
 

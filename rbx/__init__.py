@@ -2,7 +2,8 @@
 
 Every agent is an `init`/`act`/`update` triple of pure functions over explicit state, and every
 environment a pytree with `reset`/`observe`/`feedback` (`rbx.core.protocol`), so a whole regret
-sweep — seeds × hyperparameter grid × steps — is one jitted program: `rbx.sweep`.
+sweep — seeds × hyperparameter grid × steps — is one jitted program: `rbx.sweep`, which returns
+an `rbx.Results` (saved by `rbx run`, read back by `rbx.load(DIR)`).
 
 Families: `rbx.rlhf` (the online-RLHF paper: Algorithm 1, VPO, XPO/SELM, greedy, the
 optimistic solver, Examples 1–2) and `rbx.neural` (the NeuralRBMLE paper: NeuralRBMLE-GA/PC,
@@ -20,8 +21,8 @@ from rbx.core import devices as _devices
 _devices.use_every_core()                 # before any JAX work: one CPU device per core
 
 from rbx import neural, rlhf, schedules  # noqa: E402
-from rbx.core.results import Results  # noqa: E402
+from rbx.core.results import Results, load  # noqa: E402
 from rbx.core.sweep import simulate, sweep  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["neural", "rlhf", "schedules", "sweep", "simulate", "Results", "__version__"]
+__all__ = ["neural", "rlhf", "schedules", "sweep", "simulate", "Results", "load", "__version__"]

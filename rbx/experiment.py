@@ -140,7 +140,7 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
                             **config.sweep_options(), progress=progress, start=start,
                             on_chunk=save, stop=stop, compiles=compiles)
     if res.complete and jax.process_index() == 0:
-      res.save(directory)
+      res.save(directory, overwrite=True)           # the run's own directory
   except BaseException as e:       # whatever ends the run, its status says so
     _record_end(meta_path, metadata, segment, begin, e, echo)
     raise

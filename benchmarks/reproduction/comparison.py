@@ -54,7 +54,7 @@ def run(ctx: Context) -> tuple[str, str]:
     failing = {"example1": "vpo", "example2": "xpo"}[name]
     versus.append(f"{name}: Algorithm 1 {mean[0]:.1f} vs {failing} "
                   f"{mean[AGENTS.index(failing)]:.1f}")
-    figures.append(png(plots.cumulative(res, figdir / f"compare_{name}")))
+    figures.append(png(plots.save(plots.cumulative(res), figdir / f"compare_{name}")))
   lines += ["", " ".join(f"![{p.stem}]({figdir.link(p)})" for p in figures), ""]
 
   beta, r_max, A, deviations = 0.5, 4.0, 4, (0.0, 1.0, 2.0)

@@ -65,7 +65,8 @@ def run(ctx: Context) -> tuple[str, str]:
     lines.append(f"| {beta:g} | " + " | ".join(f"{f[i].mean():.2f}" for f in finals)
                  + "".join(f" | **{v[0][i]:.3f}** [{v[1][i]:.3f}, {v[2][i]:.3f}]"
                            for v in (within, across)) + f" | {bound:.3f} |")
-  path = png(plots.scaling(r, figdir / "exponents", report.reference_exponent(r)))
+  path = png(plots.save(plots.scaling(r, reference=report.reference_exponent(r)),
+                        figdir / "exponents"))
   lines += ["", f"![regret against t]({figdir.link(path)})", ""]
   verdict = ("none lies above the bound's rate" if above == 0 else
              f"{above} interval(s) lie above the bound's rate: the bound's rate is not seen here")

@@ -44,7 +44,7 @@ class Grid:
         raise ValueError(f"grid field {f!r} has no values")
       self.values[f] = v
     self.static = tuple(f for f in self.fields
-                        if f in static or not all(_is_number(x) for x in self.values[f]))
+                        if f in static or not all(is_number(x) for x in self.values[f]))
     self.numeric = tuple(f for f in self.fields if f not in self.static)
 
   @property
@@ -87,19 +87,35 @@ class Grid:
 
 def select(array: np.ndarray, axes: Sequence[str], coords: Mapping[str, np.ndarray],
            where: Mapping[str, Any]) -> tuple[np.ndarray, tuple[str, ...], dict[str, np.ndarray]]:
-  """`array` (axes `axes`) at the coordinates `where` (axis -> value); those axes are dropped."""
+  """`array` (axes `axes`) at the coordinates `where`, axis -> one value (that axis is dropped)
+  or a list of values (the axis keeps those, in the order given)."""
   axes, coords = list(axes), dict(coords)
   for name, value in where.items():
     _checks.choice("axis", name, axes)
     i = axes.index(name)
-    values = list(coords[name])
-    if value not in values:
-      raise ValueError(f"{name}={value!r} is not on the axis; values are {values}")
-    array = np.take(array, values.index(value), axis=i)
-    axes.pop(i)
-    coords.pop(name)
+    values = [plain(v) for v in coords[name]]
+    many = isinstance(value, (list, tuple, range)) or np.ndim(value) > 0
+    wanted = [plain(v) for v in value] if many else [plain(value)]
+    for v in wanted:
+      if v not in values:
+        raise ValueError(f"{name}={v!r} is not on the axis; its values are {values}"
+                         + (_checks.did_you_mean(v, values) if isinstance(v, str) else ""))
+    index = [values.index(v) for v in wanted]
+    if many:
+      array = np.take(array, index, axis=i)
+      coords[name] = np.asarray(coords[name])[index]
+    else:
+      array = np.take(array, index[0], axis=i)
+      axes.pop(i)
+      coords.pop(name)
   return array, tuple(axes), coords
 
 
-def _is_number(x) -> bool:
+def plain(v):
+  """A Python scalar from a NumPy scalar (`np.str_("vpo")` -> "vpo"); anything else as is."""
+  return v.item() if isinstance(v, np.generic) else v
+
+
+def is_number(x) -> bool:
+  """True for an int or float (Python or NumPy), not a bool."""
   return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)

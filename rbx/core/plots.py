@@ -1,32 +1,49 @@
-"""Plots of a sweep's results (matplotlib, no pyplot state), each saved as PNG and SVG.
+"""Plots of a sweep's results (matplotlib, no pyplot state). Every plot function returns its
+`Figure` and, given a `path`, also saves it (`save`: "out/fig" as out/fig.png and .svg,
+"fig.pdf" as that file only). A guide with examples: docs/plots.md.
 
-* `cumulative`: R(t) against t per grid point (agent, …): the mean over seeds with its 95% CI
-  band (Student t, clipped at 0; no band with fewer than `MIN_SEEDS_FOR_CI` seeds); `log`
-  for a logarithmic regret axis.
+* `cumulative`: R(t) against t per grid point, a colour per agent and a line style per value
+  of the other grid fields. `band="ci"` (the default): the mean over seeds with its 95% CI
+  (Student t, clipped at 0 as regret is non-negative; none with fewer than
+  `MIN_SEEDS_FOR_CI` seeds); `band="quantile"`: the median with the 10–90% range over seeds
+  (`quantiles`), which shows runs that split into stuck and escaped seeds as they are;
+  `band="none"`: the mean alone. `stuck=threshold` adds a panel below with the fraction of
+  seeds whose regret at step t is still ≥ threshold (`Results.stuck_fraction`); `log`: a
+  logarithmic regret axis.
 * `scaling`: log–log mean R(t) against t with the slope fitted over t ≥ √T per grid point,
   and, dashed, the exponent the family's paper proves for it (`Family.reference_exponent`,
   e.g. the RLHF paper's (β+1)/(β+2) for Proposition 3's α_t), stated once.
 * `heatmap`: mean R(T) over two grid axes, one panel per value of the other axes.
+* `plot_all`: every plot that a result supports, into a directory (`rbx plot`, `rbx report`).
 
-Titles carry the config's title, the number of seeds and, for an interrupted run, how far it
-got ("partial: step t of T"); legends read "Algorithm 1, β = 0.5". `band` and `label` draw
-and name the same way on any matplotlib axes (the notebooks use them).
+Titles carry the config's title, its fixed environment and agent parameters ("κ = 500,
+β = 0.1, r_max = 7, α = 3"), the number of seeds and, for an interrupted run, how far it got
+("partial: step t of T"); legends read "Algorithm 1, β = 0.5". `band` and `label` draw and
+name the same way on any matplotlib axes (the notebooks use them).
 """
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
+from rbx import _checks
 from rbx.core import results as results_lib
+from rbx.core.grid import is_number
 
 MAX_LINES = 24
 MAX_PANELS = 6
+TITLE_WIDTH = 80                # characters on a title line before the next part starts a line
+MAX_TICKS = 12                  # heatmap tick labels per axis, thinned beyond
 MIN_SEEDS_FOR_CI = 3
 MAX_MARKERS = 60
+LINESTYLES = ("-", "--", ":", "-.")
+BANDS = ("ci", "quantile", "none")
 NAMES = {   # agent names as the papers write them
     "algorithm1": "Algorithm 1", "vpo": "VPO", "xpo": "XPO", "selm": "SELM", "greedy": "greedy",
     "rbmle_ga": "NeuralRBMLE-GA", "rbmle_pc": "NeuralRBMLE-PC", "neural_ucb": "NeuralUCB",
@@ -36,66 +53,108 @@ SYMBOLS = {"alpha": "α", "beta": "β", "kappa": "κ", "nu": "ν", "mu": "μ", "
            "lam": "λ", "eps": "ε", "rho": "ρ"}
 
 
-def plot_all(res: results_lib.Results, directory: str | Path,
-             reference: Callable[[dict], float | None] | None = None,
-             log: bool = False) -> dict[str, list[Path]]:
-  """Every plot that `res` supports, into `directory`; name -> [png, svg]. `reference(point)`
-  is the predicted regret exponent at a grid point, or None; `log` as in `cumulative`."""
+def plot_all(res: results_lib.Results, directory: str | os.PathLike,
+             reference: Callable[[dict], float | None] | None = None, log: bool = False,
+             band: str = "ci", stuck: float | None = None) -> dict[str, list[Path]]:
+  """Every plot that `res` supports, saved into `directory` as PNG and SVG; name -> [png,
+  svg]. `reference(point)` is the predicted regret exponent at a grid point, or None; `log`,
+  `band` and `stuck` as in `cumulative`."""
   directory = Path(directory)
-  directory.mkdir(parents=True, exist_ok=True)
-  out = {"cumulative": cumulative(res, directory / "cumulative", log)}
+  out = {"cumulative": save(cumulative(res, log=log, band=band, stuck=stuck),
+                            directory / "cumulative")}
   if res.coords["step"].size >= 3:
-    out["scaling"] = scaling(res, directory / "scaling", reference)
+    out["scaling"] = save(scaling(res, reference=reference), directory / "scaling")
   if len(_heatmap_axes(res)) == 2:
-    out["heatmap"] = heatmap(res, directory / "heatmap")
+    out["heatmap"] = save(heatmap(res), directory / "heatmap")
   return out
 
 
-def cumulative(res: results_lib.Results, stem: Path, log: bool = False) -> list[Path]:
-  """`cumulative_figure` saved as `stem`.png and .svg."""
-  return _save(cumulative_figure(res, log), stem)
+def save(fig: Figure, path: str | os.PathLike) -> list[Path]:
+  """Saves `fig` at `path` — with a format's suffix (.png, .svg, .pdf, …) as that file, else
+  as `path`.png and `path`.svg — making its directory; returns the files written."""
+  path = Path(path)
+  formats = fig.canvas.get_supported_filetypes()
+  paths = ([path] if path.suffix[1:].lower() in formats else
+           [path.with_name(path.name + ".png"), path.with_name(path.name + ".svg")])
+  path.parent.mkdir(parents=True, exist_ok=True)
+  for p in paths:
+    fig.savefig(p, dpi=150, bbox_inches="tight")
+  return paths
 
 
-def cumulative_figure(res: results_lib.Results, log: bool = False) -> Figure:
-  """R(t) against t, one line per grid point (see `band`); `log`: a log regret axis."""
+def cumulative(res: results_lib.Results, path: str | os.PathLike | None = None,
+               log: bool = False, band: str = "ci",
+               quantiles: tuple[float, float] = results_lib.QUANTILES,
+               stuck: float | None = None) -> Figure:
+  """R(t) against t, one line per grid point (see the module docstring for `band`,
+  `quantiles`, `stuck` and `log`); saved at `path` when given (`save`).
+
+  Raises:
+    ValueError: an unknown `band`; `stuck` for a run that did not record every step.
+  """
+  _checks.choice("band", band, BANDS)
   t = res.coords["step"]
   values = res.cumulative.reshape(-1, *res.cumulative.shape[-2:])
-  fig = Figure(figsize=(7, 4.5))
-  ax = fig.subplots()
   drawn = _drawn(res, values)
-  for i, point in drawn:                         # lighter bands when many overlap
-    band(ax, t, values[i], label=label(point) or None, alpha=0.2 if len(drawn) <= 4 else 0.1)
-  ax.set(xlabel="t", ylabel="cumulative regret R(t)", yscale="log" if log else "linear",
-         title=title(res, "cumulative regret, " + _spread(values.shape[-2])))
-  if res.grid_axes:
-    ax.legend(fontsize="small")
+  looks, handles = _looks([point for _, point in drawn])
+  fig = Figure(figsize=(7, 4.5 if stuck is None else 6.3))
+  if stuck is None:
+    ax = fig.subplots()
+  else:
+    fractions = res.stuck_fraction(stuck).reshape(-1, t.size)
+    ax, low = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1.3))
+  opacity = 0.2 if len({look["color"] for look in looks}) == len(looks) <= 4 else 0.1
+  for (i, point), look in zip(drawn, looks):
+    _draw_band(ax, t, values[i], None if handles else label(point) or None, opacity, band,
+               quantiles, **look)
+  ax.set(ylabel="cumulative regret R(t)", yscale="log" if log else "linear",
+         title=title(res, "cumulative regret, " + _spread(values.shape[-2], band, quantiles)))
+  if not log:
+    ax.set_ylim(bottom=0)
+  if handles or res.grid_axes:
+    ax.legend(handles=handles, fontsize="small")
+  if stuck is None:
+    ax.set_xlabel("t")
+  else:
+    for (i, _), look in zip(drawn, looks):
+      low.plot(t, fractions[i], **look)
+    low.set(xlabel="t", ylim=(-0.03, 1.03), ylabel=f"share with r_t ≥ {stuck:g}")
+    low.grid(alpha=0.3)
+  fig.tight_layout()
+  if path is not None:
+    save(fig, path)
   return fig
 
 
 def band(ax, t: np.ndarray, values: np.ndarray, label: str | None = None, alpha: float = 0.2,
-         **style):
-  """The mean over seeds of `values` (seed, step) against `t`, with its 95% CI band (Student
-  t, opacity `alpha`) clipped at 0, none with fewer than `MIN_SEEDS_FOR_CI` seeds; returns
-  the line."""
-  mean, _, half = results_lib.mean_ci(values, axis=0)
-  line, = ax.plot(t, mean, label=label, **style)
-  if values.shape[0] >= MIN_SEEDS_FOR_CI:
-    ax.fill_between(t, np.maximum(mean - half, 0.0), mean + half, color=line.get_color(),
-                    alpha=alpha, linewidth=0)
+         kind: str = "ci", quantiles: tuple[float, float] = results_lib.QUANTILES, **style):
+  """Draws `values` (seed, step) against `t` on `ax` and returns the line: with `kind` "ci"
+  the mean over seeds and its 95% CI band (Student t, clipped at 0: `results.ci`; none with
+  fewer than `MIN_SEEDS_FOR_CI` seeds), "quantile" the median and the band between the
+  `quantiles` over seeds, "none" the mean alone; the band's opacity is `alpha`."""
+  _checks.choice("kind", kind, BANDS)
+  if kind == "quantile":
+    centre, low, high = np.quantile(values, (0.5, *quantiles), axis=0)
+  else:
+    centre, low, high = results_lib.ci(values, axis=0)
+  line, = ax.plot(t, centre, label=label, **style)
+  if kind == "quantile" or (kind == "ci" and values.shape[0] >= MIN_SEEDS_FOR_CI):
+    ax.fill_between(t, low, high, color=line.get_color(), alpha=alpha, linewidth=0)
+    if line.get_linestyle() != "-":               # a dashed line's band: edged in its style
+      for edge in (low, high):
+        ax.plot(t, edge, color=line.get_color(), linestyle=line.get_linestyle(),
+                linewidth=0.6, alpha=0.6)
   return line
 
 
-def scaling(res: results_lib.Results, stem: Path,
-            reference: Callable[[dict], float | None] | None = None) -> list[Path]:
-  """`scaling_figure` saved as `stem`.png and .svg."""
-  return _save(scaling_figure(res, reference), stem)
+_draw_band = band               # `cumulative`'s argument `band` hides the function
 
 
-def scaling_figure(res: results_lib.Results,
-                   reference: Callable[[dict], float | None] | None = None) -> Figure:
+def scaling(res: results_lib.Results, path: str | os.PathLike | None = None,
+            reference: Callable[[dict], float | None] | None = None) -> Figure:
   """log mean R(t) against log t per grid point: its points, the line fitted over t ≥ √T
   and, dashed through the fit's end, the slope `reference(point)` (in the legend once when
-  every point shares it, else beside each point's fitted slope)."""
+  every point shares it, else beside each point's fitted slope); saved at `path` when given."""
   t = res.coords["step"]
   values = res.cumulative.reshape(-1, *res.cumulative.shape[-2:])
   mean = values.mean(axis=-2)
@@ -129,16 +188,14 @@ def scaling_figure(res: results_lib.Results,
   ax.set(xscale="log", yscale="log", xlabel="t", ylabel="mean cumulative regret R(t)",
          title=title(res, f"mean over {values.shape[-2]} seeds, slope fitted over t ≥ √T"))
   ax.legend(fontsize="small")
+  if path is not None:
+    save(fig, path)
   return fig
 
 
-def heatmap(res: results_lib.Results, stem: Path) -> list[Path]:
-  """`heatmap_figure` saved as `stem`.png and .svg."""
-  return _save(heatmap_figure(res), stem)
-
-
-def heatmap_figure(res: results_lib.Results) -> Figure:
-  """Mean R(T) over the two grid axes of `_heatmap_axes`, a panel per other grid point."""
+def heatmap(res: results_lib.Results, path: str | os.PathLike | None = None) -> Figure:
+  """Mean R(T) over the two grid axes of `_heatmap_axes`, a panel per other grid point;
+  saved at `path` when given. Tick labels are thinned to `MAX_TICKS` and slanted when long."""
   ya, xa = _heatmap_axes(res)
   others = [a for a in res.grid_axes if a not in (ya, xa)]
   panels = list(itertools.product(*(list(res.coords[a]) for a in others)))[:MAX_PANELS]
@@ -152,24 +209,54 @@ def heatmap_figure(res: results_lib.Results) -> Figure:
     im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
     if grid.size <= 144:
       size = 10 if grid.size <= 36 else 7
-      for (r, c), v in np.ndenumerate(grid):
+      text = results_lib.column([float(v) for v in grid.reshape(-1)])    # one format
+      for ((r, c), v), cell in zip(np.ndenumerate(grid), text):
         if np.isfinite(v):
-          ax.text(c, r, f"{v:.3g}", ha="center", va="center", fontsize=size, color=_ink(im, v))
-    ax.set_xticks(range(grid.shape[1]), [_value(xa, v) for v in res.coords[xa]])
-    ax.set_yticks(range(grid.shape[0]), [_value(ya, v) for v in res.coords[ya]])
+          ax.text(c, r, cell, ha="center", va="center", fontsize=size, color=_ink(im, v))
+    xs, ys = ([_value(a, v) for v in res.coords[a]] for a in (xa, ya))
+    keep_x, keep_y = (range(0, len(v), -(-len(v) // MAX_TICKS)) for v in (xs, ys))
+    ax.set_xticks(keep_x, [xs[i] for i in keep_x])
+    ax.set_yticks(keep_y, [ys[i] for i in keep_y])
+    if sum(len(xs[i]) + 2 for i in keep_x) > 32:             # ~ what a 4.5-inch panel holds
+      ax.tick_params(axis="x", labelrotation=30)
+      for text in ax.get_xticklabels():
+        text.set_horizontalalignment("right")
     ax.set(xlabel=_name(xa), ylabel=_name(ya), title=label(dict(zip(others, values))))
     fig.colorbar(im, ax=ax, label="mean R(T)")
   fig.suptitle(title(res, f"mean R(T) over {res.cumulative.shape[-2]} seeds"))
   fig.tight_layout()
+  if path is not None:
+    save(fig, path)
   return fig
 
 
 def title(res: results_lib.Results, what: str) -> str:
-  """`what` under the run's title (config or metadata), with `partial_label` when there is one."""
+  """The run's title (config or metadata) on its own line, then the run's fixed parameters
+  (`setting`), `what` and `partial_label`, joined by " · " on lines of at most
+  `TITLE_WIDTH` characters."""
   name = (res.config or {}).get("title") or (res.metadata or {}).get("title")
-  partial = partial_label(res)
-  what = what if partial is None else f"{what} — {partial}"
-  return what if not name else f"{name}\n{what}"
+  lines = []
+  for part in filter(None, [setting(res), what, partial_label(res)]):
+    if lines and len(lines[-1]) + 3 + len(part) <= TITLE_WIDTH:
+      lines[-1] += " · " + part
+    else:
+      lines.append(part)
+  return "\n".join(([name] if name else []) + lines)
+
+
+def setting(res: results_lib.Results) -> str:
+  """The numeric parameters of the config's environment and its agents' α, β, κ, ν, … that
+  the grid does not vary (it is in the legend), "κ = 500, β = 0.1, r_max = 7; α = 3", and a
+  schedule's name ("α_t: proposition3"); "" for results without a config."""
+  config = res.config or {}
+  fixed = lambda table, keep: [f"{_name(k)} = {_value(k, v)}" for k, v in table.items()
+                               if keep(k) and k not in res.grid_axes and is_number(v)]
+  env = fixed(config.get("env", {}), lambda k: True)
+  agent = fixed(config.get("agent", {}), lambda k: k in SYMBOLS)
+  schedule = config.get("agent", {}).get("schedule")
+  if schedule and schedule != "constant" and "schedule" not in res.grid_axes:
+    agent.append(f"α_t: {schedule}")
+  return "; ".join(", ".join(part) for part in (env, agent) if part)
 
 
 def partial_label(res: results_lib.Results) -> str | None:
@@ -200,10 +287,40 @@ def _value(axis: str, v) -> str:
   return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
 
 
-def _spread(seeds: int) -> str:
-  if seeds < MIN_SEEDS_FOR_CI:
-    return f"mean over {seeds} seed{'s' * (seeds > 1)} (no CI below {MIN_SEEDS_FOR_CI} seeds)"
+def _spread(seeds: int, band: str = "ci",
+            quantiles: tuple[float, float] = results_lib.QUANTILES) -> str:
+  s = "s" * (seeds > 1)
+  if band == "quantile":
+    low, high = (f"{100 * q:g}" for q in quantiles)
+    return f"median and {low}–{high}% range over {seeds} seed{s}"
+  if band == "none" or seeds < MIN_SEEDS_FOR_CI:
+    return f"mean over {seeds} seed{s}" + (
+        f" (no CI below {MIN_SEEDS_FOR_CI} seeds)" if band == "ci" else "")
   return f"mean and 95% CI over {seeds} seeds"
+
+
+def _looks(points: list[dict]) -> tuple[list[dict], list[Line2D] | None]:
+  """The colour and line style of each grid point drawn, and the legend's handles: a colour
+  per agent (else per value of the first grid axis) and a line style per value of the other
+  fields, with a legend of each, when those take 2 to 4 values; else a colour (and past 10
+  lines a style) per point, and None (each line names itself)."""
+  keys = list(points[0]) if points else []
+  if len(keys) >= 2:
+    hue = "agent" if "agent" in keys else keys[0]
+    hues = list(dict.fromkeys(p[hue] for p in points))
+    rest = [{k: v for k, v in p.items() if k != hue} for p in points]
+    kinds = list(dict.fromkeys(tuple(r.items()) for r in rest))
+    if len(hues) > 1 and 1 < len(kinds) <= len(LINESTYLES):
+      looks = [dict(color=f"C{hues.index(p[hue]) % 10}",
+                    linestyle=LINESTYLES[kinds.index(tuple(r.items()))])
+               for p, r in zip(points, rest)]
+      handles = [Line2D([], [], color=f"C{j % 10}", label=label({hue: h}))
+                 for j, h in enumerate(hues)]
+      handles += [Line2D([], [], color="0.3", linestyle=LINESTYLES[j], label=label(dict(kind)))
+                  for j, kind in enumerate(kinds)]
+      return looks, handles
+  return [dict(color=f"C{j % 10}", linestyle=LINESTYLES[j // 10 % len(LINESTYLES)])
+          for j in range(len(points))], None
 
 
 def _drawn(res: results_lib.Results, values: np.ndarray) -> list[tuple[int, dict]]:
@@ -223,10 +340,3 @@ def _heatmap_axes(res: results_lib.Results) -> list[str]:
   multi = [a for a in res.grid_axes if len(res.coords[a]) >= 2]
   multi.sort(key=lambda a: not np.issubdtype(res.coords[a].dtype, np.number))
   return multi[:2]
-
-
-def _save(fig: Figure, stem: Path) -> list[Path]:
-  paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-  for p in paths:
-    fig.savefig(p, dpi=120, bbox_inches="tight")
-  return paths

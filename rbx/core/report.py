@@ -1,5 +1,5 @@
 """`rbx report DIR`: a Markdown summary of a run — what ran, where and how fast, R(T) per
-grid point with its 95% CI, the regret exponents, and the plots (`rbx.core.plots`).
+grid point with its 95% CI (clipped at 0) and quantiles, the regret exponents, and the plots (`rbx.core.plots`).
 
 An interrupted run (no results yet, a checkpoint) is reported from its newest checkpoint as
 far as it got (`load`, `partial`), labelled "partial: step t of T". The report and plots go
@@ -26,13 +26,14 @@ REPORT = "report.md"
 
 
 def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
-          log: bool = False) -> Path:
+          log: bool = False, band: str = "ci") -> Path:
   """Writes report.md and plots/ into `out` (default the run `directory`); returns its path.
-  `log`: a log regret axis in the cumulative plot."""
+  `log`: a log regret axis in the cumulative plot; `band`: its bands (`plots.cumulative`:
+  "ci", "quantile" or "none")."""
   res = load(directory)
   target = writable(directory if out is None else out, suggest_out=out is None)
   reference = reference_exponent(res)
-  figures = plots.plot_all(res, target / "plots", reference, log)
+  figures = plots.plot_all(res, target / "plots", reference, log, band)
   path = target / REPORT
   path.write_text(markdown(res, {k: v[0].relative_to(target) for k, v in figures.items()},
                            reference))
@@ -140,7 +141,7 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
   ]
   if meta.get("effective"):
     lines.append("- every parameter as run (the config's values, else the constructors' defaults): "
-                 + _effective(meta["effective"]))
+                 + _effective(meta["effective"], config))
   if meta:
     v = meta.get("versions", {})
     lines += [
@@ -156,16 +157,12 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
     ]
   t_end = int(res.coords["step"][-1])
   lines += ["", f"## Cumulative regret R({'T' if res.complete else t_end})", "",
-            "Mean, standard deviation and 95% confidence interval (Student t) over seeds.", ""]
-  rows = res.summary()
+            "Over seeds: the mean, the standard deviation (ddof = 1) and the 95% confidence "
+            "interval of the mean (Student t, its lower end clipped at 0 since regret is "
+            "non-negative, like the plots' CI bands); the median and the 10% and 90% quantiles, "
+            "which show seeds that split into stuck and escaped.", ""]
+  lines += summary_table(res)
   fields = list(res.grid_axes)
-  lines += ["| " + " | ".join(fields + ["n", "mean", "std", "95% CI"]) + " |",
-            "|" + "---|" * (len(fields) + 4)]
-  for r in rows:
-    cells = ([str(r["n"]), f"{r['mean']:.4g}", f"{r['std']:.3g}",
-              f"[{r['ci_low']:.4g}, {r['ci_high']:.4g}]"] if np.isfinite(r["mean"])
-             else ["0", "not run yet", "", ""])
-    lines.append("| " + " | ".join([str(r[f]) for f in fields] + cells) + " |")
   if "cumulative" in figures:
     lines += ["", f"![cumulative regret]({figures['cumulative']})"]
   if "scaling" in figures:
@@ -190,11 +187,40 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
   return "\n".join(lines) + "\n"
 
 
-def _effective(effective: dict) -> str:
-  """`rbx.config.Config.effective`'s table as "env (p = 0.0, ...); algorithm1 (...)"."""
+def summary_table(res: results_lib.Results) -> list[str]:
+  """R(T) per grid point as the lines of a Markdown table (`Results.summary`): n, mean, std,
+  95% CI, median and 10–90% quantiles, all in one number format (`results.column`: the
+  decimals that give the largest 4 significant digits)."""
+  rows = res.summary()
+  fields = list(res.grid_axes)
+  keys = ("mean", "std", "ci_low", "ci_high", "median", "q10", "q90")
+  ran = [r for r in rows if np.isfinite(r["mean"])]
+  like = [r[k] for r in ran for k in keys]
+  text = {k: iter(results_lib.column([r[k] for r in ran], like=like)) for k in keys}
+  lines = ["| " + " | ".join(fields + ["n", "mean", "std", "95% CI", "median", "10–90%"]) + " |",
+           "|" + "---|" * (len(fields) + 6)]
+  for r in rows:
+    if np.isfinite(r["mean"]):
+      v = {k: next(text[k]) for k in keys}
+      cells = [v["mean"], v["std"], f"[{v['ci_low']}, {v['ci_high']}]",
+               v["median"], f"[{v['q10']}, {v['q90']}]"]
+    else:
+      cells = ["not run yet", "", "", "", ""]
+    lines.append("| " + " | ".join([str(r[f]) for f in fields] + [str(r["n"])] + cells) + " |")
+  return lines
+
+
+def _effective(effective: dict, config: dict) -> str:
+  """`rbx.config.Config.effective`'s table as "env (p = 0.0, ...); algorithm1 (...)". A value
+  that the config sets in [env] only (Example 2's kappa) is the environment's: it is listed
+  there, not under agents with a parameter of that name (a schedule's κ, unused by a
+  constant α)."""
   env = {k: v for k, v in effective.get("env", {}).items() if k != "name"}
-  return "; ".join([f"env ({_values(env)})"] + [f"{name} ({_values(params)})" for name, params
-                                                 in effective.get("agent", {}).items()])
+  env_only = set(config.get("env", {})) - set(config.get("agent", {}))
+  agents = {name: {k: v for k, v in params.items() if k not in env_only}
+            for name, params in effective.get("agent", {}).items()}
+  return "; ".join([f"env ({_values(env)})"] + [f"{name} ({_values(params)})"
+                                                 for name, params in agents.items()])
 
 
 def _values(table: dict) -> str:

@@ -1,5 +1,8 @@
 """The one result type of every sweep, in memory and on disk: named axes, `.sel`, `.final()`,
-cumulative regret, summaries with 95% CIs, save/load, and exports to pandas and xarray.
+cumulative regret, summaries with 95% CIs and quantiles, save/load, and exports to pandas and
+xarray. `print(res)` gives the axes, their sizes and a summary of R(T); `summary()` and
+`final(table=True)` are `Table`s, lists of labelled rows that print aligned and go straight
+into `pandas.DataFrame`.
 
 A run directory holds
 
@@ -25,13 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from rbx.core.grid import Grid, select
+from rbx.core.grid import Grid, plain, select
 from rbx.core.record import Recorder
 
 ARRAYS = "results.npz"
 INDEX = "results.json"
 METADATA = "metadata.json"
 CONFIG = "config.toml"
+
+QUANTILES = (0.1, 0.9)          # the spread beside the median: the 10% and 90% quantiles over seeds
+REPR_ROWS = 8                   # grid points summarised in `repr(results)`
 
 # Student t quantiles t_{0.975, df} for df = 1..30; beyond, the Cornish–Fisher expansion.
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -57,7 +63,16 @@ def mean_ci(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.n
   return mean, std, t_quantile_975(n - 1) * std / np.sqrt(n)
 
 
-@dataclasses.dataclass(frozen=True)
+def ci(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """(mean, low, high): the mean over `axis` and its 95% Student-t interval, the lower end
+  clipped at 0 where every value is ≥ 0 (regret is: the mean then is too, so the clipped
+  interval holds it whenever the t-interval does)."""
+  mean, _, half = mean_ci(values, axis)
+  floor = np.where((values >= 0).all(axis=axis), 0.0, -np.inf)
+  return mean, np.maximum(mean - half, floor), mean + half
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
 class Results:
   """A sweep's regret with named axes (*grid fields, "seed", "step"), in memory or loaded.
 
@@ -98,27 +113,56 @@ class Results:
     """The grid fields' axes: every axis but "seed" and "step"."""
     return self.axes[:-2]
 
-  def final(self) -> np.ndarray:
-    """R(T) per grid point and seed, float64 (*grid, seed)."""
+  def final(self, table: bool = False) -> np.ndarray | Table:
+    """R(T) per grid point and seed: a float64 array (*grid, seed), or with `table` a `Table`
+    with one row per grid point and seed, {*grid labels, "seed", "final"}."""
     if self.regret is not None:
-      return self.regret.sum(axis=-1, dtype=np.float64)
-    return self.recorded[..., -1]
+      final = self.regret.sum(axis=-1, dtype=np.float64)
+    else:
+      final = self.recorded[..., -1]
+    if not table:
+      return final
+    seeds = [plain(s) for s in self.coords["seed"]]
+    return Table([{**point, "seed": seed, "final": float(v)}
+                  for point, row in zip(points(self), final.reshape(-1, len(seeds)))
+                  for seed, v in zip(seeds, row)], labels=self.grid_axes + ("seed",))
 
   def sel(self, **where) -> "Results":
-    """The sub-result at the given coordinates, e.g. `res.sel(agent="vpo", beta=0.1, seed=3)`."""
+    """The sub-result at the given coordinates: one value drops its axis, a list keeps the
+    axis with those values, e.g. `res.sel(agent="vpo", beta=[0.1, 1.0], seed=3)`."""
     array = self.regret if self.regret is not None else self.recorded
     array, axes, coords = select(array, self.axes, self.coords, where)
     field = "regret" if self.regret is not None else "recorded"
     return dataclasses.replace(self, axes=axes, coords=coords, **{field: array})
 
-  def summary(self) -> list[dict[str, Any]]:
-    """One row per grid point: its coordinates, n seeds, and R(T)'s mean, std (ddof = 1) and
-    95% CI (Student t)."""
+  def summary(self) -> Table:
+    """R(T) per grid point, one `Table` row each: its grid labels, "n" seeds (0 for a point
+    an interrupted run has not started), "mean", "std"
+    (ddof = 1), the 95% CI "ci_low", "ci_high" (Student t, clipped at 0 for non-negative
+    values: `ci`), and "median", "q10", "q90" (the 10% and 90% quantiles over seeds, which
+    show a split between seeds that escape and seeds that stay stuck)."""
     final = self.final()
-    mean, std, half = (x.reshape(-1) for x in mean_ci(final, axis=-1))
-    return [{**point, "n": final.shape[-1], "mean": float(mean[i]), "std": float(std[i]),
-             "ci_low": float(mean[i] - half[i]), "ci_high": float(mean[i] + half[i])}
-            for i, point in enumerate(points(self))]
+    mean, low, high = (x.reshape(-1) for x in ci(final, axis=-1))
+    std = mean_ci(final, axis=-1)[1].reshape(-1)
+    median, q10, q90 = (x.reshape(-1) for x in np.quantile(final, (0.5, *QUANTILES), axis=-1))
+    n = np.isfinite(final).all(axis=-1).reshape(-1) * final.shape[-1]      # 0: not run yet
+    return Table([{**point, "n": int(n[i]), "mean": float(mean[i]), "std": float(std[i]),
+                   "ci_low": float(low[i]), "ci_high": float(high[i]),
+                   "median": float(median[i]), "q10": float(q10[i]), "q90": float(q90[i])}
+                  for i, point in enumerate(points(self))], labels=self.grid_axes)
+
+  def stuck_fraction(self, threshold: float) -> np.ndarray:
+    """The fraction of seeds whose regret at step t is still r_t ≥ `threshold`, shape
+    (*grid, T): the seeds stuck at a bad policy (e.g. Proposition 1's 1/2 on Example 1,
+    Proposition 2's 0.01 on Example 2), which a mean over seeds blurs.
+
+    Raises:
+      ValueError: only R(t) at some steps was recorded (record "log" or "summary").
+    """
+    if self.regret is None:
+      raise ValueError("stuck_fraction needs every step's regret r_t: run with "
+                       "record = \"steps\" (this run recorded R(t) at some steps only)")
+    return (self.regret >= threshold).mean(axis=-2)
 
   def to_dataframe(self):
     """A tidy pandas DataFrame: one row per (grid point, seed, recorded step), columns the
@@ -142,9 +186,102 @@ class Results:
       data["regret"] = (self.axes, self.regret)
     return xr.Dataset(data, coords=coords, attrs=dict(self.timing or {}))
 
-  def save(self, directory: str | os.PathLike) -> None:
-    """Writes results.npz and results.json into `directory` (see the module docstring)."""
+  def save(self, directory: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Writes results.npz and results.json into `directory` (see the module docstring) and
+    returns its path; read them back with `Results.load`.
+
+    Raises:
+      FileExistsError: `directory` already holds results, unless `overwrite`.
+    """
+    directory = Path(directory)
+    if not overwrite and any((directory / f).exists() for f in (ARRAYS, INDEX)):
+      raise FileExistsError(f"{directory} already holds results ({INDEX}, {ARRAYS}): save "
+                            "elsewhere, or pass overwrite=True to replace them")
     save(directory, self)
+    return directory
+
+  @staticmethod
+  def load(directory: str | os.PathLike) -> "Results":
+    """The results saved in `directory` by `save` or a finished `rbx run` (`load`)."""
+    return load(directory)
+
+  def __repr__(self) -> str:
+    """The axes with their sizes and values, how R(t) was recorded, and mean ± std of R(T)
+    per grid point (the first `REPR_ROWS`; all of them: `summary()`)."""
+    sizes = ", ".join(f"{a}: {len(self.coords[a])}" for a in self.axes)
+    kept = ("every step's regret" if self.regret is not None
+            else f"R(t) at {len(self.coords['step'])} recorded step(s)")
+    lines = [f"Results ({sizes}; {kept}{'' if self.complete else '; partial'})"]
+    width = max(len(a) for a in self.axes)
+    lines += [f"  {a:<{width}}  {_values(self.coords[a])}" for a in self.axes]
+    rows = self.summary()
+    keys = list(self.grid_axes) + ["n", "mean", "std"]
+    table = Table([{k: r[k] for k in keys} for r in rows[:REPR_ROWS]], labels=self.grid_axes)
+    lines += ["R(T) over seeds:"] + ["  " + line for line in repr(table).splitlines()]
+    if len(rows) > REPR_ROWS:
+      lines.append(f"  … {len(rows) - REPR_ROWS} more grid points: res.summary()")
+    return "\n".join(lines)
+
+
+class Table(list):
+  """A table of results: a list of dict rows with the same keys, the label columns (the grid
+  axes, "seed") first. `print(table)` aligns the columns and writes every statistic (all in
+  the units of R(T)) in one format (`column`); `pandas.DataFrame(table)` or
+  `table.to_dataframe()` is a DataFrame.
+
+  Attributes:
+    labels: the keys that label a row (written as given), the others being statistics.
+  """
+
+  def __init__(self, rows=(), labels: tuple[str, ...] = ()):
+    super().__init__(rows)
+    self.labels = tuple(labels)
+
+  def __repr__(self) -> str:
+    if not self:
+      return "(no rows)"
+    keys = list(self[0])
+    floats = [r[k] for r in self for k in keys if k not in self.labels]  # one format for all
+    cells = {k: column([r[k] for r in self], label=k in self.labels, like=floats) for k in keys}
+    widths = {k: max(len(k), *map(len, cells[k])) for k in keys}
+    right = {k: k not in self.labels or all(isinstance(r[k], (int, float)) for r in self)
+             for k in keys}
+    align = lambda k, text: text.rjust(widths[k]) if right[k] else text.ljust(widths[k])
+    lines = ["  ".join(align(k, k) for k in keys)]
+    lines += ["  ".join(align(k, cells[k][i]) for k in keys) for i in range(len(self))]
+    return "\n".join(line.rstrip() for line in lines)
+
+  def to_dataframe(self):
+    """The rows as a pandas DataFrame. Needs pandas."""
+    return _optional("pandas", "to_dataframe").DataFrame(list(self))
+
+
+def column(values: list, label: bool = False, like: list | None = None) -> list[str]:
+  """`values` as text in one format: labels, ints and strings as written (floats as `g`);
+  other floats with the decimals that give the largest |value| of `like` (default `values`)
+  4 significant digits (0 to 6), so that "99.0" stands beside "101.2"; NaN as ""."""
+  finite = [abs(v) for v in (values if like is None else like)
+            if isinstance(v, float) and np.isfinite(v)]
+  if label or not finite:
+    return [_text(v) for v in values]
+  top = max(finite)
+  decimals = min(6, max(0, 3 - int(np.floor(np.log10(top))))) if top > 0 else 1
+  return [f"{v:.{decimals}f}" if isinstance(v, float) and np.isfinite(v) else _text(v)
+          for v in values]
+
+
+def _text(v) -> str:
+  if isinstance(v, float):
+    return f"{v:g}" if np.isfinite(v) else ""
+  return str(v)
+
+
+def _values(coords: np.ndarray, most: int = 6) -> str:
+  """An axis's coordinates, shortened past `most`: "0, 1, 2, …, 62, 63"."""
+  text = [_text(plain(v)) for v in coords]
+  if len(text) > most:
+    text = text[:3] + ["…"] + text[-2:]
+  return ", ".join(text)
 
 
 def from_records(grid: Grid, seeds: np.ndarray, recorder: Recorder, data: np.ndarray,
@@ -166,7 +303,7 @@ def save(directory: str | os.PathLike, results: Results) -> None:
             else {"cumulative": results.recorded})
   index = {
       "axes": list(results.axes),
-      "coords": {a: [_plain(v) for v in results.coords[a]] for a in results.axes},
+      "coords": {a: [plain(v) for v in results.coords[a]] for a in results.axes},
       "arrays": {k: {"axes": list(results.axes), "shape": list(v.shape), "dtype": str(v.dtype)}
                  for k, v in arrays.items()},
       "complete": results.complete,
@@ -178,17 +315,17 @@ def save(directory: str | os.PathLike, results: Results) -> None:
 
 
 def load(directory: str | os.PathLike) -> Results:
-  """The `Results` of a finished run directory, with its config and metadata.
+  """The `Results` of a finished run directory (or of `Results.save`), with its config and
+  metadata (`rbx.load`, `Results.load`). An interrupted run's records so far:
+  `rbx.core.report.load`.
 
   Raises:
-    FileNotFoundError: `directory` holds no results (yet), saying what it does hold.
+    FileNotFoundError: `directory` holds no results (yet), saying why (`rundir.describe`).
   """
   directory = Path(directory)
   if not (directory / INDEX).is_file():
-    status = read_json(directory / METADATA).get("status") if (directory / METADATA).is_file() else None
-    why = f"its status is {status!r}" if status else "it is not an rbx run directory"
-    raise FileNotFoundError(f"{directory} has no {INDEX}: {why}"
-                            + ("; continue it with `rbx run --resume DIR`" if status else ""))
+    from rbx.core import rundir            # it imports this module
+    raise FileNotFoundError(f"no {INDEX} in {directory}: {rundir.describe(directory)}")
   index = read_json(directory / INDEX)
   axes = tuple(index["axes"])
   coords = {a: np.asarray(index["coords"][a]) for a in axes}
@@ -244,7 +381,7 @@ def scaling_slope_ci(t: np.ndarray, cumulative: np.ndarray, t_min: float | None 
 def write_json(path: Path, obj) -> None:
   """JSON written atomically (temporary file, then rename)."""
   tmp = path.with_name(path.name + ".tmp")
-  tmp.write_text(json.dumps(obj, indent=2, default=_plain) + "\n")
+  tmp.write_text(json.dumps(obj, indent=2, default=plain) + "\n")
   os.replace(tmp, path)
 
 
@@ -253,15 +390,10 @@ def read_json(path: Path) -> dict:
   return json.loads(Path(path).read_text())
 
 
-def _plain(v):
-  """A JSON-able Python scalar from a NumPy scalar."""
-  return v.item() if isinstance(v, np.generic) else v
-
-
 def points(results: Results) -> list[dict[str, Any]]:
   """Every grid point of `results` as {axis: value}, in C order of the grid axes."""
   axes = results.grid_axes
-  return [{a: _plain(results.coords[a][i]) for a, i in zip(axes, index)}
+  return [{a: plain(results.coords[a][i]) for a, i in zip(axes, index)}
           for index in itertools.product(*(range(len(results.coords[a])) for a in axes))]
 
 

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
+import rbx
+
 from matplotlib.figure import Figure
 
 from rbx import cli
@@ -172,41 +174,52 @@ def test_plots_read_like_a_paper_figure():
   assert plots.label({"agent": "algorithm1", "alpha": 3.0, "r_max": 4.0}) == (
       "Algorithm 1, α = 3, r_max = 4")
   assert plots.label({"agent": "neural_ucb", "nu": 0.1}) == "NeuralUCB, ν = 0.1"
-  ax = plots.cumulative_figure(res, log=True).axes[0]
-  assert ax.get_title() == "Fake sweep\ncumulative regret, mean and 95% CI over 5 seeds"
-  assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == ["Algorithm 1, β = 0.5",
-                                                                     "Algorithm 1, β = 1"]
+  ax = plots.cumulative(res, log=True).axes[0]
+  assert ax.get_title() == ("Fake sweep\nκ = 1, α_t: proposition3 · cumulative regret, mean "
+                            "and 95% CI over 5 seeds")
+  # a colour per agent, a line style per β, and a legend of each
+  assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Algorithm 1", "VPO", "β = 0.5",
+                                                                 "β = 1"]
+  assert [(l.get_color(), l.get_linestyle()) for l in ax.lines if l.get_linewidth() > 1] == [
+      ("C0", "-"), ("C0", "--"), ("C1", "-"), ("C1", "--")]
   assert ax.get_yscale() == "log" and len(ax.collections) == 4       # a CI band per line
   one_beta = dataclasses.replace(res.sel(beta=0.5), config={       # one exponent: said once
       **PROPOSITION3, "env": {"name": "random_instance", "beta": 0.5}})
-  ax = plots.scaling_figure(one_beta, report.reference_exponent(one_beta)).axes[0]
+  ax = plots.scaling(one_beta, reference=report.reference_exponent(one_beta)).axes[0]
   legend = [t.get_text() for t in ax.get_legend().get_texts()]
   assert legend == ["Algorithm 1: slope 0.60", "VPO: slope 0.60",
                     "dashed: the paper's exponent 0.60"]
-  legend = [t.get_text() for t in plots.scaling_figure(res, report.reference_exponent(res))
+  legend = [t.get_text() for t in plots.scaling(res, reference=report.reference_exponent(res))
             .axes[0].get_legend().get_texts()]
   assert legend[0] == "Algorithm 1, β = 0.5: slope 0.60 (paper 0.60)"   # exponents differ
   assert legend[-1] == "dashed: the paper's exponent"
-  fig = plots.heatmap_figure(res)
+  fig = plots.heatmap(res)
   texts = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
   final = res.final().mean(-1)
-  assert texts[f"{final.min():.3g}"] == "white" and texts[f"{final.max():.3g}"] == "black"
+  assert texts[f"{final.min():.1f}"] == "white" and texts[f"{final.max():.1f}"] == "black"
+  assert sorted(texts) == sorted(f"{v:.1f}" for v in final.reshape(-1))    # one format
   assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["Algorithm 1", "VPO"]
+  title = "Fake sweep\nκ = 5, r_max = 7; α = 3 · mean R(T) over 5 seeds"     # β: the grid's
+  example2 = {"title": "Fake sweep", "env": {"name": "example2", "kappa": 5.0, "beta": 0.1,
+                                             "r_max": 7.0}, "agent": {"alpha": 3.0}}
+  assert plots.heatmap(dataclasses.replace(res, config=example2))._suptitle.get_text() == title
 
 
 def test_ci_bands_are_clipped_at_zero_and_omitted_below_three_seeds():
   t = np.arange(1, 11)
   rng = np.random.default_rng(0)
   ax = Figure().subplots()
-  plots.band(ax, t, rng.normal(0.1, 1.0, (2, 10)))
+  plots.band(ax, t, rng.exponential(0.1, (2, 10)))
   assert not ax.collections                                          # 2 seeds: no band
-  plots.band(ax, t, rng.normal(0.1, 1.0, (5, 10)))
+  plots.band(ax, t, np.r_[np.zeros((4, 10)), np.ones((1, 10))])      # t-interval: below 0
   (band,) = ax.collections
   assert band.get_paths()[0].vertices[:, 1].min() == 0.0             # never below 0
+  plots.band(ax, t, rng.normal(0.1, 1.0, (5, 10)))                   # negative data: unclipped
+  assert ax.collections[1].get_paths()[0].vertices[:, 1].min() < 0
   full = fake_results()
   two = dataclasses.replace(full, coords={**full.coords, "seed": np.arange(2)},
                             recorded=full.recorded[..., :2, :])
-  ax = plots.cumulative_figure(two).axes[0]
+  ax = plots.cumulative(two).axes[0]
   assert not ax.collections and "mean over 2 seeds (no CI below 3 seeds)" in ax.get_title()
 
 
@@ -229,14 +242,14 @@ def test_an_interrupted_run_is_reported_as_far_as_it_got(tmp_path):
   text = report.markdown(cut, {}, report.reference_exponent(cut))
   assert text.startswith(f"# Fake sweep (partial: step {cut.coords['step'][-1]} of 400)")
   assert "**Partial results**" in text and "--resume" in text
-  assert "partial: step" in plots.cumulative_figure(cut).axes[0].get_title()
+  assert "partial: step" in plots.cumulative(cut).axes[0].get_title()
   not_started = interrupted(fake_results())
   not_started.recorded[1] = np.nan                                   # the second agent: nothing
   cut = report.partial(not_started)
   assert cut.coords["step"][-1] == 400 and cut.coords["seed"].size == 5
   assert plots.partial_label(cut) == "partial: step 400 of 400, 2 of 4 grid points"
   assert "| vpo | 0.5 | 0 | not run yet |" in report.markdown(cut, {})
-  assert len(plots.cumulative_figure(cut).axes[0].lines) == 2       # only the runs that ran
+  assert len(plots.cumulative(cut).axes[0].lines) == 2       # only the runs that ran
   not_started.recorded[:] = np.nan
   with pytest.raises(ValueError, match="recorded nothing yet"):
     report.partial(not_started)
@@ -288,3 +301,149 @@ def test_the_bootstrap_slope_interval_covers_a_power_law_and_narrows_with_seeds(
     assert slopes.shape == (2,) and np.all(lows < slopes) and np.all(slopes < highs)
   assert np.all(many[2] - many[1] < few[2] - few[1])
   assert np.all(0.3 < many[1]) and np.all(many[2] < 0.9)
+
+
+def tiny_results(regret, record_steps=True):
+  """One agent, seeds along the first axis of `regret` (seed, step)."""
+  regret = np.asarray(regret, np.float32)[None]
+  coords = {"agent": np.array(["vpo"]), "seed": np.arange(regret.shape[1]),
+            "step": np.arange(1, regret.shape[2] + 1)}
+  if record_steps:
+    return results_lib.Results(("agent", "seed", "step"), coords, regret=regret)
+  return results_lib.Results(("agent", "seed", "step"), coords,
+                             recorded=np.cumsum(regret, axis=-1, dtype=np.float64))
+
+
+def test_the_repr_is_short_and_names_the_axes_with_a_summary():
+  res = fake_results("steps")
+  text = repr(res)
+  assert len(text) < 800 and "np.str_" not in text and "array(" not in text
+  assert text.splitlines()[0] == ("Results (agent: 2, beta: 2, seed: 5, step: 400; every step's "
+                                  "regret)")
+  assert "  agent  algorithm1, vpo" in text and "1, 2, 3, …, 399, 400" in text
+  row = res.summary()[3]
+  assert any(line.split() == ["vpo", "1", "5", f"{row['mean']:.1f}", f"{row['std']:.1f}"]
+             for line in text.splitlines())
+  many = results_lib.Results(("x", "seed", "step"), {"x": np.arange(20.0), "seed": np.arange(3),
+                                                     "step": np.arange(1, 3)},
+                             regret=np.ones((20, 3, 2), np.float32))
+  assert "… 12 more grid points: res.summary()" in repr(many) and len(repr(many)) < 800
+
+
+def test_save_refuses_existing_results_returns_the_path_and_load_round_trips(tmp_path):
+  res = fake_results("steps")
+  out = tmp_path / "saved"
+  assert res.save(str(out)) == out
+  with pytest.raises(FileExistsError, match="already holds results.*overwrite=True"):
+    res.save(out)
+  doubled = dataclasses.replace(res, regret=2 * res.regret)
+  assert doubled.save(out, overwrite=True) == out
+  for back in (rbx.load(out), results_lib.Results.load(str(out))):
+    assert back.axes == res.axes and back.coords["agent"].tolist() == ["algorithm1", "vpo"]
+    np.testing.assert_array_equal(back.regret, doubled.regret)
+  with pytest.raises(FileNotFoundError, match="not an rbx run directory"):
+    rbx.load(tmp_path)
+
+
+def test_sel_takes_lists_and_names_values_plainly():
+  res = fake_results("steps")
+  sub = res.sel(beta=[1.0, 0.5], agent=["vpo"])
+  assert sub.axes == res.axes and sub.coords["beta"].tolist() == [1.0, 0.5]
+  assert sub.coords["agent"].tolist() == ["vpo"] and sub.regret.shape == (1, 2, 5, 400)
+  np.testing.assert_array_equal(sub.regret[0, 0], res.regret[1, 1])
+  np.testing.assert_array_equal(sub.regret[0, 1], res.regret[1, 0])
+  np.testing.assert_array_equal(res.sel(seed=np.array([4, 0])).regret[:, :, 0], res.regret[:, :, 4])
+  with pytest.raises(ValueError, match=r"^agent='vpoo' is not on the axis; its values are "
+                     r"\['algorithm1', 'vpo'\] \(did you mean 'vpo'\?\)$"):
+    res.sel(agent=["algorithm1", "vpoo"])
+  with pytest.raises(ValueError, match=r"^beta=2.0 is not on the axis; its values are \[0.5, 1.0\]$"):
+    res.sel(beta=2.0)
+
+
+def test_summary_and_final_are_labelled_tables():
+  res = fake_results("steps")
+  final = res.final(table=True)
+  assert len(final) == 2 * 2 * 5 and final.labels == ("agent", "beta", "seed")
+  assert final[13] == {"agent": "vpo", "beta": 0.5, "seed": 3,
+                       "final": pytest.approx(res.final()[1, 0, 3])}
+  rows = res.summary()
+  assert list(rows[0]) == ["agent", "beta", "n", "mean", "std", "ci_low", "ci_high", "median",
+                           "q10", "q90"]
+  assert rows[2]["median"] == pytest.approx(np.median(res.final()[1, 0]))
+  assert rows[2]["q10"] == pytest.approx(np.quantile(res.final()[1, 0], 0.1))
+  text = repr(rows).splitlines()
+  assert text[0].split() == list(rows[0]) and len(text) == 5
+  assert {len(line) for line in text[1:]} == {len(text[1])}           # aligned
+  assert results_lib.column([99.0, 42.0, 101.2]) == ["99.0", "42.0", "101.2"]
+  assert results_lib.column([0.5, 1.0], label=True) == ["0.5", "1"]
+  pd = pytest.importorskip("pandas")
+  assert pd.DataFrame(rows).shape == (4, 10) and final.to_dataframe()["final"].size == 20
+
+
+def test_intervals_respect_non_negative_regret_and_the_report_formats_columns_alike():
+  res = tiny_results([[0.0] * 4, [0.0] * 4, [0.0] * 4, [25.0] * 4])    # R(T) = 0, 0, 0, 100
+  (row,) = res.summary()
+  lo, hi = scipy.stats.t.interval(0.95, df=3, loc=25.0, scale=50.0 / 2)
+  assert lo < 0 and row["ci_low"] == 0.0 and row["ci_high"] == pytest.approx(hi, rel=1e-3)
+  res = dataclasses.replace(tiny_results([[1.0] * 3] * 3),
+                            regret=np.array([33.0, 14.0, 101.2 / 3], np.float32)[:, None, None]
+                            * np.ones((3, 3, 3), np.float32),
+                            coords={"agent": np.array(["a", "b", "c"]), "seed": np.arange(3),
+                                    "step": np.arange(1, 4)})
+  text = report.markdown(res, {})
+  assert "| a | 3 | 99.0 | 0.0 | [99.0, 99.0] | 99.0 | [99.0, 99.0] |" in text
+  assert "| b | 3 | 42.0 |" in text and "| c | 3 | 101.2 |" in text and "clipped at 0" in text
+  effective = {"env": {"name": "example2", "kappa": 500.0, "beta": 0.1},
+               "agent": {"xpo": {"kappa": 500.0, "alpha": 3.0}}}
+  config = {"family": "rlhf", "env": {"name": "example2", "kappa": 500.0, "beta": 0.1},
+            "agent": {"alpha": 3.0}}
+  text = report.markdown(dataclasses.replace(res, config=config,
+                                             metadata={"effective": effective}), {})
+  assert "env (kappa = 500.0, beta = 0.1); xpo (alpha = 3.0)" in text
+
+
+def test_stuck_fraction_matches_a_hand_count_and_is_drawn_below_the_regret():
+  regret = [[1.0, 0.6, 0.2], [0.5, 0.5, 0.5], [0.1, 0.7, 0.9], [0.0, 0.0, 0.0]]
+  res = tiny_results(regret)
+  np.testing.assert_allclose(res.stuck_fraction(0.5), [[2 / 4, 3 / 4, 2 / 4]])
+  fig = plots.cumulative(res, stuck=0.5)
+  top, low = fig.axes
+  np.testing.assert_allclose(low.lines[0].get_ydata(), [0.5, 0.75, 0.5])
+  assert low.get_ylabel() == "share with r_t ≥ 0.5"
+  with pytest.raises(ValueError, match='record = "steps"'):
+    tiny_results(regret, record_steps=False).stuck_fraction(0.5)
+
+
+def test_quantile_bands_lie_within_the_data_and_plots_take_str_paths(tmp_path):
+  rng = np.random.default_rng(0)
+  t = np.arange(1, 21)
+  stuck = rng.uniform(size=(40, 1)) < 0.3                   # bimodal: 30% stuck, the rest escape
+  values = np.cumsum(np.where(stuck, 0.6, 0.05) * rng.uniform(0.5, 1.5, (40, 20)), axis=1)
+  ax = Figure().subplots()
+  line = plots.band(ax, t, values, kind="quantile")
+  np.testing.assert_allclose(line.get_ydata(), np.median(values, axis=0))
+  edge = ax.collections[0].get_paths()[0].vertices[:, 1]
+  assert values.min() <= edge.min() and edge.max() <= values.max()
+  np.testing.assert_allclose(edge.max(), np.quantile(values[:, -1], 0.9))
+  with pytest.raises(ValueError, match="kind='iqr' is not one of"):
+    plots.band(ax, t, values, kind="iqr")
+  res = fake_results()
+  fig = plots.cumulative(res, str(tmp_path / "x"), band="quantile")
+  assert isinstance(fig, Figure) and "median and 10–90% range over 5 seeds" in fig.axes[0].get_title()
+  assert (tmp_path / "x.png").is_file() and (tmp_path / "x.svg").is_file()
+  ax = plots.cumulative(res, band="none").axes[0]
+  assert not ax.collections and ax.get_title().endswith("mean over 5 seeds")
+  for draw in (plots.scaling, plots.heatmap):
+    assert isinstance(draw(res, tmp_path / "sub" / f"{draw.__name__}.pdf"), Figure)
+  assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["heatmap.pdf", "scaling.pdf"]
+
+
+def test_heatmap_slants_long_tick_labels_and_thins_many():
+  agents = ["rbmle_pc", "rbmle_ga", "neural_ucb", "neural_ts"]
+  res = results_lib.Results(("agent", "nu", "seed", "step"),
+                            {"agent": np.array(agents), "nu": np.linspace(0.1, 2.0, 20),
+                             "seed": np.arange(2), "step": np.arange(1, 3)},
+                            regret=np.ones((4, 20, 2, 2), np.float32))
+  ax = plots.heatmap(res).axes[0]
+  assert ax.get_xlabel() == "agent" and ax.get_xticklabels()[0].get_rotation() == 30
+  assert len(ax.get_yticks()) <= plots.MAX_TICKS
