@@ -13,7 +13,12 @@ the same inputs, so the results are bit-identical to an uninterrupted run.
 Inside a program the G grid points are vmapped and the seeds run through
 `lax.map(..., batch_size=seed_batch)`; with a mesh (`rbx.core.devices.seed_mesh`) the seed
 axis is split over its devices with `jax.shard_map` (each device maps its own seeds). Seed s
-uses `jax.random.key(s)` wherever it runs.
+uses `jax.random.key(s)` wherever it runs. The shard_map runs with `check_vma=False`: every
+input and output is split over "seed" and no collective runs inside, so JAX's check of which
+values vary over the seed axis guards nothing here, and with it an agent written as plain JAX
+(a `lax.fori_loop`/`scan` whose carry starts from a constant, e.g. `jnp.zeros(())`, and
+becomes seed-dependent) would fail to trace on several devices ("carry input and carry output
+must have equal types ... {V:seed}").
 
 Memory (bytes): device ≈ G·S_block·(state per seed) + G·S_block·chunk·4 (the chunk's regret)
 + the working set of G·seed_batch seeds per device; host ≈ the records (see
@@ -211,12 +216,13 @@ def _functions(build, fixed, batch, mesh):
   if mesh is None:
     return init, chunk
   sharded = P(None, "seed")
-  init_s = jax.shard_map(init, mesh=mesh, in_specs=(P(), P("seed")), out_specs=sharded)
+  init_s = jax.shard_map(init, mesh=mesh, in_specs=(P(), P("seed")), out_specs=sharded,
+                         check_vma=False)
 
   def chunk_s(points, seeds, carry, t0, length):
     return jax.shard_map(lambda h, s, x, t: chunk(h, s, x, t, length), mesh=mesh,
                          in_specs=(P(), P("seed"), sharded, P()),
-                         out_specs=(sharded, sharded))(points, seeds, carry, t0)
+                         out_specs=(sharded, sharded), check_vma=False)(points, seeds, carry, t0)
   return init_s, chunk_s
 
 
