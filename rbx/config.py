@@ -254,8 +254,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
                       "[grid] agent = [...]")
 
   for key, values in grid.items():
-    if not isinstance(values, list) or not values:
-      raise ConfigError(f"config grid.{key} must be a non-empty list of values, got {values!r}")
+    _wrap(lambda: _checks.grid_values(key, values), "config ")
   agents = grid.get("agent", [agent_table.get("agent")])
   for i, a in enumerate(agents):
     where = f"grid.agent[{i}]" if "agent" in grid else "agent.name"
@@ -279,8 +278,6 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
           raise ConfigError(f"config grid.{key}: {key} is a {params[key].kind} and cannot be swept")
         for i, v in enumerate(value):
           _check_kind(f"grid.{key}[{i}]", v, params[key])
-        if len({json.dumps(v) for v in value}) < len(value):
-          raise ConfigError(f"config grid.{key} has repeated values {value}")
       else:
         fixed[key] = _check_kind(f"{table}.{key}", value, params[key])
 
@@ -367,11 +364,11 @@ def _checks_key(what: str, key: str, allowed) -> None:
   _wrap(lambda: _checks.choice(what, key, allowed))
 
 
-def _wrap(check):
+def _wrap(check, prefix: str = "config: "):
   try:
     return check()
   except ValueError as e:
-    raise ConfigError(f"config: {e}") from e
+    raise ConfigError(f"{prefix}{e}") from e
 
 
 def _check_run_value(key: str, value) -> None:
@@ -402,15 +399,5 @@ def _need(run: dict, key: str):
 
 
 def _num_seeds(seeds) -> int:
-  """The number of seeds of a valid `seeds` (n or a list of distinct seeds)."""
-  if isinstance(seeds, int) and not isinstance(seeds, bool):
-    if seeds < 1:
-      raise ConfigError(f"config seeds must be an integer >= 1 or a list of seeds, got {seeds}")
-    return seeds
-  if (not isinstance(seeds, list) or not seeds
-      or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
-    raise ConfigError(f"config seeds must be an integer >= 1 or a non-empty list of integers >= 0,"
-                      f" got {seeds!r}")
-  if len(set(seeds)) < len(seeds):
-    raise ConfigError(f"config seeds has repeated seeds {seeds}")
-  return len(seeds)
+  """The number of seeds of a valid `seeds` (`rbx._checks.num_seeds`)."""
+  return _wrap(lambda: _checks.num_seeds(seeds), "config ")

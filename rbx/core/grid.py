@@ -16,13 +16,11 @@ from rbx import _checks
 
 
 def seed_list(seeds: int | Sequence[int]) -> np.ndarray:
-  """`seeds` as an int array: n means seeds 0..n-1."""
-  if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-    return np.arange(_checks.positive_int("seeds", seeds))
-  arr = np.asarray(list(seeds))
-  if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
-    raise ValueError(f"seeds must be a positive int or a non-empty list of ints, got {seeds!r}")
-  return arr
+  """`seeds` as an int array: n means seeds 0..n-1 (`rbx._checks.num_seeds` checks it)."""
+  n = _checks.num_seeds(seeds)
+  if isinstance(seeds, (int, np.integer)):
+    return np.arange(n)
+  return np.asarray(seeds, dtype=np.int64)
 
 
 class Grid:
@@ -39,10 +37,7 @@ class Grid:
     self.fields = tuple(grid)
     self.values = {}
     for f in self.fields:
-      v = list(grid[f])
-      if not v:
-        raise ValueError(f"grid field {f!r} has no values")
-      self.values[f] = v
+      self.values[f] = _checks.grid_values(f, grid[f])
     self.static = tuple(f for f in self.fields
                         if f in static or not all(_is_number(x) for x in self.values[f]))
     self.numeric = tuple(f for f in self.fields if f not in self.static)

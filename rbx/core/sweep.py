@@ -74,7 +74,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
       anything compiles or is allocated.
   """
   steps = _checks.positive_int("steps", steps)
-  num_seeds = _num_seeds(seeds)
+  num_seeds = _checks.num_seeds(seeds)
   plan, family, envs = _plan(build, grid, steps, static)
   if seed_batch is None:
     seed_batch = family.grid_seed_batch(envs) if family is not None else 64
@@ -156,13 +156,6 @@ def _check_memory(plan: driver.Sweep, options: driver.Options, num_seeds: int, m
   return need
 
 
-def _num_seeds(seeds) -> int:
-  """How many seeds `seeds` (n or a list) names, without making n seeds' array."""
-  if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-    return _checks.positive_int("seeds", seeds)
-  return seed_list(seeds).size
-
-
 def _driver_sweep(build, grid, seeds, steps, static) -> driver.Sweep:
   return driver.Sweep(lambda hp: protocol.pair(*build(**hp), steps), Grid(grid, static=static),
                       seeds, steps)
@@ -206,6 +199,13 @@ def _built(build, point: dict[str, Any]):
   if missing:
     raise ValueError(f"env must be an rbx environment (spec, reset, observe, feedback; e.g. "
                      f"rbx.rlhf.example1(), rbx.neural.synthetic()), got {type(env).__name__}")
+  family = family_of(env)
+  others = [f.name for f in registry.FAMILIES.values()
+            if f is not family and agent.name in f.agents]
+  if family is not None and agent.name not in family.agents and others:
+    raise ValueError(f"agent {agent.name!r} is of family {others[0]!r} and env "
+                     f"({type(env).__name__}) of family {family.name!r}, whose agents are "
+                     f"{list(family.agents)}")
   return env, agent
 
 
