@@ -108,12 +108,13 @@ def grid_values(field: str, values) -> list:
   if not listed or len(values) == 0:
     raise ValueError(f"grid.{field} must be a non-empty list of values, got {values!r}")
   values = list(values)
-  if len({repr(_plain(v)) for v in values}) < len(values):
+  if len({repr(plain(v)) for v in values}) < len(values):
     raise ValueError(f"grid.{field} has repeated values {values}")
   return values
 
 
-def _plain(v):
+def plain(v):
+  """A NumPy scalar as the Python value (np.str_('x') -> 'x'); anything else as it is."""
   return v.item() if isinstance(v, np.generic) else v
 
 

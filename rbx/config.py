@@ -3,6 +3,8 @@
 A config names a family, an environment, agents, a hyperparameter grid and how to run:
 
 ```toml
+import = ["my_agents"]       # optional: modules (names, or .py files relative to this
+                             # config) imported first, so the agents they register exist
 family = "rlhf"              # "rlhf" or "neural"
 title = "Example 1"          # optional, for the report
 seeds = 64                   # n (seeds 0..n-1) or a list of seeds
@@ -43,9 +45,18 @@ num_actions, horizon, beta and r_max come from the environment and T). Real-valu
 are traced (a grid over them is vmapped in one program); names, sizes and flags are static
 (one program per value). `load` checks keys (with the nearest valid name for a typo), types,
 ranges, and then builds every grid point's environment and agent concretely, so any bad
-value is reported as a `ConfigError` naming its key before the sweep compiles. It also
+value is reported as a `ConfigError` naming its key before the sweep compiles. A name that
+none of the config's environment and agents declare is an error; each of them takes the names
+it declares (the rule of `rbx.core.registry`, which `rlhf.get` and `neural.get` follow too). It also
 estimates the memory the run needs (`rbx.core.memory`) and refuses one that does not fit,
 with the figure, the limit and the fix, before anything is allocated.
+
+One's own agents and environments: `import` lists modules that register them
+(`rlhf.FAMILY.agent(...)`, see docs/concepts.md), imported before anything is validated — a
+module name (importable, or a file in the current directory) or a .py file, relative to the
+config's directory; `rbx run --import X` adds to the list. `load` records files as absolute
+paths in the run's config.toml, so `rbx run --resume` and `rbx report` import them too, and
+metadata.json records every module's file ("imports").
 
 A parameter the config leaves out runs with its constructor's default: rbx does not require
 it, it records it. `Config.effective()` gives the value every parameter of the environment
@@ -59,8 +70,11 @@ RLHF schedule's own defaults (e.g. scale = 1; `rbx.schedules`).
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -75,9 +89,9 @@ from rbx.core.grid import Grid
 from rbx.core.record import RECORDS
 from rbx.core.registry import BOOL, INT, REAL, STR, TABLE, VECTOR, Param
 
-RUN_KEYS = {"family": STR, "title": STR, "seeds": "seeds", "steps": INT, "chunk": INT,
-            "record": STR, "log_points": INT, "seed_batch": INT, "seed_block": INT,
-            "devices": INT, "out": STR}
+RUN_KEYS = {"import": "import", "family": STR, "title": STR, "seeds": "seeds", "steps": INT,
+            "chunk": INT, "record": STR, "log_points": INT, "seed_batch": INT,
+            "seed_block": INT, "devices": INT, "out": STR}
 TABLES = ("env", "agent", "grid")
 DEFAULT_CHUNK = 1000
 
@@ -174,17 +188,80 @@ class Config(NamedTuple):
 
 
 def load(path: str | os.PathLike, out: str | None = None,
-         overrides: dict[str, Any] | None = None) -> Config:
-  """Reads and validates the config at `path`; `out` overrides its run directory and
-  `overrides` its keys (see `override`)."""
+         overrides: dict[str, Any] | None = None, imports: list[str] = ()) -> Config:
+  """Reads and validates the config at `path`; `out` overrides its run directory,
+  `overrides` its keys (see `override`) and `imports` are added to its `import` list
+  (`rbx run --import`; files relative to the current directory)."""
   path = Path(path)
   try:
     text = path.read_text()
   except OSError as e:
     raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from e
+  overrides = dict(overrides or {})
+  try:
+    listed = tomllib.loads(text).get("import", [])
+  except tomllib.TOMLDecodeError as e:
+    raise ConfigError(f"config is not valid TOML: {e}") from e
+  if isinstance(listed, list):
+    listed = [_absolute(e, path.parent) for e in listed] + [_absolute(e, Path.cwd())
+                                                             for e in imports]
+    if listed != tomllib.loads(text).get("import", []):
+      overrides["import"] = listed
   if overrides:
     text = override(text, overrides)
   return loads(text, default_out=str(Path("runs") / path.stem), out=out)
+
+
+def _absolute(entry, base: Path):
+  """An `import` entry that is a file (ends in .py), as an absolute path from `base`; a
+  module name (or anything else, checked by `loads`) as it is."""
+  if isinstance(entry, str) and entry.endswith(".py"):
+    return str((base / Path(entry).expanduser()).resolve())
+  return entry
+
+
+def import_modules(entries: list[str]) -> dict[str, str]:
+  """Imports the `import` entries — a module name (importable, or in the current directory)
+  or a .py file (an absolute path, as `load` records it) — so that the agents and
+  environments they register exist; returns entry -> the module's file. A module imported
+  before is not imported again.
+
+  Raises:
+    ConfigError: no such module or file, or the module raised while it was imported.
+  """
+  files = {}
+  for entry in entries:
+    try:
+      if entry.endswith(".py"):
+        path = Path(entry)
+        name = f"rbx_user_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+        module = sys.modules.get(name)
+        if module is None:
+          if not path.is_file():
+            raise ConfigError(f"config import {entry!r}: no such file")
+          spec = importlib.util.spec_from_file_location(name, path)
+          module = importlib.util.module_from_spec(spec)
+          sys.modules[name] = module
+          try:
+            spec.loader.exec_module(module)
+          except BaseException:
+            del sys.modules[name]
+            raise
+      else:
+        sys.path.insert(0, os.getcwd())
+        try:
+          module = importlib.import_module(entry)
+        finally:
+          sys.path.remove(os.getcwd())
+    except ConfigError:
+      raise
+    except ModuleNotFoundError as e:
+      raise ConfigError(f"config import {entry!r}: {e} (a module name importable here or in "
+                        "the current directory, or a .py file)") from e
+    except Exception as e:
+      raise ConfigError(f"config import {entry!r} raised {type(e).__name__}: {e}") from e
+    files[entry] = getattr(module, "__file__", None) or entry
+  return files
 
 
 def override(text: str, overrides: dict[str, Any]) -> str:
@@ -229,6 +306,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   run = {k: v for k, v in raw.items() if k not in TABLES}
   for key, value in run.items():
     _check_run_value(key, value)
+  import_modules(run.get("import", []))       # before the names they register are checked
   for table in TABLES:
     if not isinstance(raw.get(table, {}), dict):
       raise ConfigError(f"config [{table}] must be a table, got {raw[table]!r}")
@@ -373,6 +451,11 @@ def _wrap(check, prefix: str = "config: "):
 
 def _check_run_value(key: str, value) -> None:
   if key == "seeds":
+    return
+  if key == "import":
+    if not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
+      raise ConfigError(f"config import must be a list of module names or .py files, got "
+                        f"{value!r}")
     return
   kind = RUN_KEYS[key]
   _check_kind(key, value, kind)

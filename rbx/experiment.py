@@ -22,9 +22,11 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import shutil
 import signal
 import sys
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,28 +44,51 @@ COMPLETE, INTERRUPTED, RUNNING, FAILED = (rundir.COMPLETE, rundir.INTERRUPTED, r
                                          rundir.FAILED)
 
 
-def run(config: config_lib.Config, *, progress: bool = True, echo: Callable[[str], None] = print) -> str:
+def run(config: config_lib.Config, *, progress: bool = True, echo: Callable[[str], None] = print,
+        overwrite: bool = False) -> str:
   """Runs `config` into the new directory `config.out`; returns the status (complete or
-  interrupted).
+  interrupted). `overwrite`: a run already in the directory (not being run) is deleted
+  first — its config, metadata, results, checkpoints, report and plots; other files stay.
 
   Raises:
-    FileExistsError: the directory already holds a run.
+    FileExistsError: the directory already holds a run (and not `overwrite`).
     rundir.LockedError: another process is running the directory.
   """
   directory = Path(config.out)
-  _refuse_a_run(directory)                  # before the lock touches the directory
+  if not overwrite:
+    _refuse_a_run(directory)                # before the lock touches the directory
   directory.mkdir(parents=True, exist_ok=True)
   with _locked(directory, echo):
+    if overwrite:
+      _delete_run(directory)
     _refuse_a_run(directory)                # another process may have run it meanwhile
     if jax.process_index() == 0:
       (directory / results_lib.CONFIG).write_text(config.text)
     return _execute(config, directory, None, progress, echo)
 
 
+RUN_FILES = (results_lib.CONFIG, results_lib.METADATA, results_lib.ARRAYS, results_lib.INDEX,
+             "report.md", "checkpoint*.npz*")
+
+
+def _delete_run(directory: Path) -> None:
+  """Deletes the run in `directory` (`RUN_FILES` and plots/), for `overwrite`."""
+  if jax.process_index() == 0:
+    for pattern in RUN_FILES:
+      for path in directory.glob(pattern):
+        path.unlink()
+    shutil.rmtree(directory / "plots", ignore_errors=True)
+
+
 def _refuse_a_run(directory: Path) -> None:
-  if jax.process_index() == 0 and (directory / results_lib.METADATA).exists():
+  meta = directory / results_lib.METADATA
+  if jax.process_index() == 0 and meta.exists():
+    if results_lib.read_json(meta).get("status") == COMPLETE:
+      raise FileExistsError(f"{directory} already holds a complete run: run it again with "
+                            "--overwrite, or into another directory with --out")
     raise FileExistsError(f"{directory} already holds a run: continue it with `rbx run --resume "
-                          f"{directory}`, or choose another directory with --out")
+                          f"{directory}`, start it again with --overwrite, or choose another "
+                          "directory with --out")
 
 
 def resume(directory: str | os.PathLike, *, progress: bool = True,
@@ -247,6 +272,7 @@ def _environment(config, mesh) -> dict:
                 "state_bytes_per_seed": sweep_lib.state_bytes(config.build, config.grid,
                                                               config.steps, config.static())},
       "effective": config.effective(),
+      "imports": config_lib.import_modules(tomllib.loads(config.text).get("import", [])),
   }
 
 

@@ -7,7 +7,8 @@ A sweep is split into work units — one per static grid combination and block o
 compile serves every chunk; a shorter last chunk compiles once more). Between chunks, in
 Python, the driver records the chunk's regret on the host (`Recorder`), advances the progress
 bar, hands a `Snapshot` of everything to `on_chunk` (the checkpoint) and asks `stop()` whether
-to end early (Ctrl-C). Resuming from a snapshot repeats exactly the same programs on exactly
+to end early (Ctrl-C); it asks again before each chunk runs, so a stop asked for while XLA
+compiles (which Python cannot interrupt) takes effect as soon as the compile returns. Resuming from a snapshot repeats exactly the same programs on exactly
 the same inputs, so the results are bit-identical to an uninterrupted run.
 
 Inside a program the G grid points are vmapped and the seeds run through
@@ -172,6 +173,8 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
                         lambda: jax.jit(lambda h, s, x, t: chunk_fn(h, s, x, t, length),
                                         donate_argnums=2),
                         points, seeds_dev, carry, jnp.int32(t_done + 1))
+        if stop is not None and stop():     # asked during the compile: stop before running
+          return Outcome(recorder, stats, compiles, False)
         begin = time.perf_counter()
         carry, regret = step(points, seeds_dev, carry, jnp.int32(t_done + 1))
         regret = np.asarray(regret)[:, :hi - lo]

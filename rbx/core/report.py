@@ -1,8 +1,8 @@
 """`rbx report DIR`: a Markdown summary of a run — what ran, where and how fast, R(T) per
 grid point with its 95% CI, the regret exponents, and the plots (`rbx.core.plots`).
 
-An interrupted run (no results yet, a checkpoint) is reported from its newest checkpoint as
-far as it got (`load`, `partial`), labelled "partial: step t of T". The report and plots go
+An interrupted run, or one still running (no results yet, a checkpoint), is reported from its
+newest checkpoint as far as it got (`load`, `partial`), labelled "partial: step t of T". The report and plots go
 into the run directory, or `out` (for a read-only run directory).
 """
 from __future__ import annotations
@@ -40,8 +40,8 @@ def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
 
 
 def load(directory: str | os.PathLike) -> results_lib.Results:
-  """The run's results: the finished run's (`rbx.core.results.load`), or an interrupted
-  run's so far, from its newest good checkpoint (`partial`).
+  """The run's results: the finished run's (`rbx.core.results.load`), or an interrupted or
+  running run's so far, from its newest good checkpoint (`partial`).
 
   Raises:
     FileNotFoundError: no results and nothing to report, saying why (`rundir.describe`:
@@ -54,7 +54,8 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   path = experiment._checkpoint_path(directory)
   meta_path = directory / results_lib.METADATA
   status = results_lib.read_json(meta_path).get("status") if meta_path.is_file() else None
-  if status != rundir.INTERRUPTED or not (path.exists() or checkpoint.previous(path).exists()):
+  if (status not in (rundir.INTERRUPTED, rundir.RUNNING)
+      or not (path.exists() or checkpoint.previous(path).exists())):
     raise FileNotFoundError(rundir.describe(directory))
   text = (directory / results_lib.CONFIG).read_text()
   config = config_lib.loads(text, out=str(directory))
@@ -126,9 +127,12 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
   partial_text = plots.partial_label(res)
   lines = [f"# {title}" + (f" ({partial_text})" if partial_text else ""), ""]
   if partial_text:
-    lines += [f"**Partial results** ({partial_text}): the run stopped before the end; below are "
+    going = meta.get("status") == rundir.RUNNING
+    lines += [f"**Partial results** ({partial_text}): the run "
+              + ("is still running" if going else "stopped before the end") + "; below are "
               "its newest checkpoint's records up to that step (grid points not started: "
-              "\"not run yet\"). Continue it with `rbx run --resume DIR`.", ""]
+              "\"not run yet\")." + ("" if going else " Continue it with `rbx run --resume DIR`."),
+              ""]
   env = dict(config.get("env", {}))
   lines += [
       f"- family `{config.get('family', '?')}`, environment `{env.pop('name', '?')}`"

@@ -29,6 +29,7 @@ from rbx import _checks
 from rbx.core import devices as devices_lib
 from rbx.core import driver, memory, protocol, registry
 from rbx.core import progress as progress_lib
+from rbx.core import grid as grid_lib
 from rbx.core.grid import Grid, seed_list
 from rbx.core.record import RECORDS, recorded_steps
 from rbx.core.results import Results, from_records
@@ -48,7 +49,9 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     build: `build(**point) -> (env, agent)`; numeric grid fields arrive traced, so build
       from them with the library's constructors (e.g.
       `lambda beta, alpha: (rlhf.example2(100, beta, 6.0), rlhf.algorithm1(alpha))`).
-    grid: field -> values; their Cartesian product is swept ({} for one point).
+    grid: field -> values; their Cartesian product is swept ({} for one point). Or a list of
+      such grids, each swept on its own (per-agent grids, `rbx.core.grid.expand`): the
+      results' grid axis is then "run", labelled by each run's fields.
     seeds: n (seeds 0..n−1) or a list of seeds; seed s uses `jax.random.key(s)`.
     steps: T, steps per run.
     static: fields looped over in Python; default: the fields the family declares static.
@@ -75,6 +78,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   """
   steps = _checks.positive_int("steps", steps)
   num_seeds = _checks.num_seeds(seeds)
+  build, grid, static = grid_lib.expand(build, grid, static)
   plan, family, envs = _plan(build, grid, steps, static)
   if seed_batch is None:
     seed_batch = family.grid_seed_batch(envs) if family is not None else 64
@@ -131,6 +135,7 @@ def check_memory(build, grid, seeds: int, steps: int, *, static: Sequence[str],
   options = driver.Options(chunk=chunk, record=record, log_points=log_points,
                            seed_batch=_checks.positive_int("seed_batch", seed_batch),
                            seed_block=seed_block)
+  build, grid, static = grid_lib.expand(build, grid, static)
   return _check_memory(_driver_sweep(build, grid, None, steps, static), options,
                        _checks.positive_int("seeds", seeds),
                        devices_lib.seed_mesh(devices, math.ceil(seeds / jax.process_count())),
@@ -164,6 +169,7 @@ def _driver_sweep(build, grid, seeds, steps, static) -> driver.Sweep:
 def state_bytes(build, grid, steps: int, static: Sequence[str]) -> int:
   """Bytes of carried state per seed and grid point (the largest static combination's; the
   grid is not validated again)."""
+  build, grid, static = grid_lib.expand(build, grid, static)
   return _state_bytes(_driver_sweep(build, grid, None, steps, static))
 
 
