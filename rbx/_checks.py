@@ -103,13 +103,13 @@ def num_seeds(seeds) -> int:
 
 def grid_values(field: str, values) -> list:
   """A grid field's values: a non-empty list (a tuple or 1-D array in Python) of distinct
-  values, not a string; ValueError naming `grid.<field>` otherwise."""
+  values, not a string; ValueError naming `field` (e.g. "grid.beta") otherwise."""
   listed = isinstance(values, (list, tuple)) or (isinstance(values, np.ndarray) and values.ndim == 1)
   if not listed or len(values) == 0:
-    raise ValueError(f"grid.{field} must be a non-empty list of values, got {values!r}")
+    raise ValueError(f"{field} must be a non-empty list of values, got {values!r}")
   values = list(values)
   if len({repr(plain(v)) for v in values}) < len(values):
-    raise ValueError(f"grid.{field} has repeated values {values}")
+    raise ValueError(f"{field} has repeated values {values}")
   return values
 
 

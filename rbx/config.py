@@ -39,6 +39,11 @@ agent = ["algorithm1", "vpo", "xpo"]
 beta = [0.1, 0.5]
 ```
 
+Per-agent grids: instead of one [grid], several [[grid]] tables, each swept on its own (e.g.
+`[[grid]] agent = ["algorithm1"]` and `[[grid]] agent = ["eps_greedy"]` with `epsilon =
+[0.05, 0.1]`: Algorithm 1 runs once, not once per ε). The results then have the axes ("run",
+"seed", "step"), each run labelled by its fields (`rbx.core.grid.expand`).
+
 Parameters live in one flat namespace: a name is set once, in [env], [agent] or [grid], and
 goes to whichever of the environment, the agent and the schedule take it (a schedule's
 num_actions, horizon, beta and r_max come from the environment and T). Real-valued parameters
@@ -85,7 +90,7 @@ import tomli_w
 from rbx import _checks
 from rbx.core import registry
 from rbx.core import sweep as sweep_lib
-from rbx.core.grid import Grid
+from rbx.core.grid import RUN, Grid, runs
 from rbx.core.record import RECORDS
 from rbx.core.registry import BOOL, INT, REAL, STR, TABLE, VECTOR, Param
 
@@ -108,7 +113,7 @@ class Config(NamedTuple):
     title: a title for the report.
     env: the environment's name.
     fixed: the fixed parameters (from [env] and [agent], the agent's name as "agent").
-    grid: field -> values, in the config's order.
+    grid: field -> values, in the config's order; or a list of such sub-grids ([[grid]]).
     seeds: the seeds, int array.
     steps, chunk, record, log_points, seed_batch, seed_block, devices: how to run.
     out: the run directory.
@@ -144,8 +149,17 @@ class Config(NamedTuple):
     return fam.build(self.env, env_params, name, agent_params, self.steps)
 
   def static(self) -> list[str]:
-    """The grid fields looped over in Python: those declared static (or not real)."""
+    """The grid fields looped over in Python: those declared static (or not real); "run"
+    for a list of sub-grids ([[grid]], `rbx.core.grid.expand`)."""
+    if isinstance(self.grid, list):
+      return [RUN]
     return [f for f in self.grid if self.param(f).static]
+
+  def points(self) -> list[dict[str, Any]]:
+    """Every grid point (of every sub-grid), as {field: value}."""
+    if isinstance(self.grid, list):
+      return list(runs(self.grid).values())
+    return list(Grid(self.grid).each())
 
   def param(self, name: str) -> Param:
     """The declaration of parameter `name` (`rbx.core.registry.Param`)."""
@@ -162,13 +176,13 @@ class Config(NamedTuple):
     {"env": {"name": ..., param: value}, "agent": {agent name: {param: value}}}, the grid
     fields left out (they are in `grid`). See the module docstring."""
     fam = registry.get(self.family)
-    swept = set(self.grid)
+    swept = {f for p in self.points() for f in p}
     env_entry = fam.envs[self.env]
     env_given = {k: v for k, v in self.fixed.items() if k in env_entry.params}
     out = {"env": {"name": self.env, **_effective(env_entry, env_given, env_given, swept)},
            "agent": {}}
     for name in self._agents():
-      point = next(p for p in Grid(self.grid).each() if p.get("agent", name) == name)
+      point = next(p for p in self.points() if p.get("agent", name) == name)
       values = {**self.fixed, **point, "agent": name}
       entry = fam.agents[name]
       env = fam.load_env(self.env, {k: values[k] for k in env_entry.params if k in values})
@@ -184,7 +198,8 @@ class Config(NamedTuple):
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
 
   def _agents(self) -> list[str]:
-    return list(self.grid.get("agent", [self.fixed.get("agent")]))
+    names = [p.get("agent", self.fixed.get("agent")) for p in self.points()]
+    return list(dict.fromkeys(names))
 
 
 def load(path: str | os.PathLike, out: str | None = None,
@@ -308,8 +323,12 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
     _check_run_value(key, value)
   import_modules(run.get("import", []))       # before the names they register are checked
   for table in TABLES:
-    if not isinstance(raw.get(table, {}), dict):
-      raise ConfigError(f"config [{table}] must be a table, got {raw[table]!r}")
+    value = raw.get(table, {})
+    if not (isinstance(value, dict) or (table == "grid" and isinstance(value, list) and value
+                                        and all(isinstance(g, dict) for g in value))):
+      raise ConfigError(f"config [{table}] must be a table"
+                        + (" or an array of tables ([[grid]])" if table == "grid" else "")
+                        + f", got {value!r}")
   if "family" not in run:
     raise ConfigError(f"config needs family = one of {list(registry.FAMILIES)}")
   fam_name = _wrap(lambda: _checks.choice("family", run["family"], registry.FAMILIES))
@@ -321,44 +340,52 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
 
   env_table = dict(raw.get("env", {}))
   agent_table = dict(raw.get("agent", {}))
-  grid = dict(raw.get("grid", {}))
+  grid = raw.get("grid", {})
+  subgrids = {"grid": grid} if isinstance(grid, dict) else {f"grid[{i}]": g
+                                                           for i, g in enumerate(grid)}
   if "name" not in env_table:
     raise ConfigError(f"config [env] needs name = one of {list(family.envs)}")
   env_name = _wrap(lambda: _checks.choice("env.name", env_table.pop("name"), family.envs))
   if "name" in agent_table:
     agent_table["agent"] = agent_table.pop("name")
-  if "agent" not in agent_table and "agent" not in grid:
+  if "agent" not in agent_table and not all("agent" in g for g in subgrids.values()):
     raise ConfigError(f"config needs an agent: [agent] name = one of {list(family.agents)}, or "
-                      "[grid] agent = [...]")
+                      "[grid] agent = [...] (in every [[grid]])")
 
-  for key, values in grid.items():
-    _wrap(lambda: _checks.grid_values(key, values), "config ")
-  agents = grid.get("agent", [agent_table.get("agent")])
-  for i, a in enumerate(agents):
-    where = f"grid.agent[{i}]" if "agent" in grid else "agent.name"
-    if not isinstance(a, str):
-      raise ConfigError(f"config {where} must be a string, got {a!r}")
-    _wrap(lambda: _checks.choice(where, a, family.agents))
+  agents = []
+  for table, sub in subgrids.items():
+    for key, values in sub.items():
+      _wrap(lambda: _checks.grid_values(f"{table}.{key}", values), "config ")
+    listed = sub.get("agent", [agent_table.get("agent")])
+    for i, a in enumerate(listed):
+      where = f"{table}.agent[{i}]" if "agent" in sub else "agent.name"
+      if not isinstance(a, str):
+        raise ConfigError(f"config {where} must be a string, got {a!r}")
+      _wrap(lambda: _checks.choice(where, a, family.agents))
+      agents += [a] * (a not in agents)
   params = _parameters(family, env_name, agents)
   env_keys = list(family.envs[env_name].params)
   allowed = {"env": env_keys, "agent": [k for k in params if k not in env_keys],
-             "grid": list(params)}
+             **{table: list(params) for table in subgrids}}
 
   fixed, where = {}, {}
-  for table, entries in (("env", env_table), ("agent", agent_table), ("grid", grid)):
+  for table, entries in (("env", env_table), ("agent", agent_table), *subgrids.items()):
     for key, value in entries.items():
-      if key in where:
+      if key in where and not (table.startswith("grid[") and where[key].startswith("grid[")):
         raise ConfigError(f"config {table}.{key} is already set in [{where[key]}]; set it once")
       _checks_key(f"{table} key", key, allowed[table])
-      where[key] = table
-      if table == "grid":
+      where.setdefault(key, table)
+      if table.startswith("grid"):
         if params[key].kind in (VECTOR, TABLE):
-          raise ConfigError(f"config grid.{key}: {key} is a {params[key].kind} and cannot be swept")
+          raise ConfigError(f"config {table}.{key}: {key} is a {params[key].kind} and cannot be "
+                            "swept")
         for i, v in enumerate(value):
-          _check_kind(f"grid.{key}[{i}]", v, params[key])
+          _check_kind(f"{table}.{key}[{i}]", v, params[key])
       else:
         fixed[key] = _check_kind(f"{table}.{key}", value, params[key])
 
+  if isinstance(grid, list):
+    _wrap(lambda: runs(grid), "config ")      # no run in two sub-grids
   seed_block = run.get("seed_block")
   num_seeds = _num_seeds(seeds)
   config = Config(family=fam_name, title=run.get("title", ""), env=env_name, fixed=fixed, grid=grid,
@@ -415,7 +442,7 @@ def _check_points(config: Config, where: dict[str, str]) -> list:
   """Builds every grid point's environment and agent concretely (no tracing); returns the
   environments."""
   envs = []
-  for point in Grid(config.grid).each():
+  for point in config.points():
     try:
       envs.append(config.build(**point)[0])
     except ValueError as e:

@@ -37,6 +37,7 @@ import numpy as np
 import rbx
 from rbx import config as config_lib
 from rbx.core import checkpoint, devices, driver, rundir
+from rbx.core import grid as grid_lib
 from rbx.core import sweep as sweep_lib
 from rbx.core import results as results_lib
 
@@ -258,6 +259,7 @@ def _num_devices(mesh) -> int:
 
 
 def _environment(config, mesh) -> dict:
+  grid = grid_lib.expand(None, config.grid, ())[1]
   return {
       "title": config.title, "family": config.family, "status": RUNNING, "started": rundir.now(),
       "versions": {"rbx": rbx.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
@@ -265,7 +267,7 @@ def _environment(config, mesh) -> dict:
       "platform": platform.platform(), "backend": jax.default_backend(),
       "devices": [str(d) for d in jax.devices()], "local_devices_used": _num_devices(mesh),
       "processes": jax.process_count(),
-      "sizes": {"grid": [len(v) for v in config.grid.values()], "grid_fields": list(config.grid),
+      "sizes": {"grid": [len(v) for v in grid.values()], "grid_fields": list(grid),
                 "seeds": int(config.seeds.size), "steps": config.steps, "chunk": config.chunk,
                 "seed_batch": config.seed_batch, "seed_block": config.seed_block,
                 "record": config.record,

@@ -42,7 +42,7 @@ class Grid:
     self.fields = tuple(grid)
     self.values = {}
     for f in self.fields:
-      self.values[f] = _checks.grid_values(f, grid[f])
+      self.values[f] = _checks.grid_values(f"grid.{f}", grid[f])
     self.static = tuple(f for f in self.fields
                         if f in static or not all(_is_number(x) for x in self.values[f]))
     self.numeric = tuple(f for f in self.fields if f not in self.static)

@@ -19,7 +19,7 @@ from rbx import config as config_lib
 from rbx import experiment
 from rbx.core import checkpoint, plots, registry, rundir
 from rbx.core import results as results_lib
-from rbx.core.grid import Grid
+from rbx.core.grid import Grid, expand
 from rbx.core.record import Recorder
 
 REPORT = "report.md"
@@ -63,7 +63,7 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   if meta["digest"] != config.digest():
     raise checkpoint.CheckpointError(f"{path} was written by a different config than "
                                      f"{directory / results_lib.CONFIG}")
-  grid = Grid(config.grid, static=config.static())
+  grid = Grid(*expand(None, config.grid, config.static())[1:])
   recorder = Recorder(config.record, config.steps,
                       (len(grid.combos()), grid.num_points, config.seeds.size), config.log_points)
   recorder.restore({"data": arrays["records.data"], "cum": arrays["records.cum"]})
@@ -138,7 +138,7 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
       f"- family `{config.get('family', '?')}`, environment `{env.pop('name', '?')}`"
       + (f" ({_args(env)})" if env else "")
       + (f", agent settings ({_args(config['agent'])})" if config.get("agent") else ""),
-      f"- grid {_args(config.get('grid', {})) or '(none)'}; {res.cumulative.shape[-2]} seeds,"
+      f"- grid {_grid_args(config.get('grid', {}))}; {res.cumulative.shape[-2]} seeds,"
       f" T = {config.get('steps') or int(res.coords['step'][-1])}, record "
       f"`{sizes.get('record', '?')}`",
   ]
@@ -204,6 +204,13 @@ def _effective(effective: dict) -> str:
 def _values(table: dict) -> str:
   return ", ".join(f"{k} = ({_values(v)})" if isinstance(v, dict) else f"{k} = {v}"
                    for k, v in table.items())
+
+
+def _grid_args(grid: dict | list) -> str:
+  """[grid] as "beta = [0.1, 0.5]", or each [[grid]] in parentheses; "(none)" when empty."""
+  if isinstance(grid, list):
+    return "; ".join(f"({_args(g)})" for g in grid)
+  return _args(grid) or "(none)"
 
 
 def _args(table: dict) -> str:
