@@ -67,8 +67,9 @@ def register_run(subparsers) -> None:
   p = subparsers.add_parser(
       "run", help="run a sweep config (TOML) into a run directory, or --resume one",
       description="Runs CONFIG.toml into its run directory (config `out`, or --out), with a "
-      "checkpoint after every chunk; Ctrl-C stops after the current chunk with everything saved. "
-      "`rbx run --resume DIR` continues from the newest good checkpoint.")
+      "checkpoint after every chunk, and prints R(T) per grid point at the end; Ctrl-C stops "
+      "after the current chunk with everything saved. `rbx run --resume DIR` continues from "
+      "the newest good checkpoint.")
   p.add_argument("config", nargs="?", help="the sweep config, a TOML file (see configs/)")
   p.add_argument("--resume", metavar="DIR", help="continue the run in DIR")
   p.add_argument("--out", metavar="DIR", help="the run directory (overrides the config's out)")
@@ -110,8 +111,8 @@ def register_report(subparsers) -> None:
   p = subparsers.add_parser(
       "report", help="write DIR/report.md: summary, CIs, exponents, plots",
       description="Writes report.md and plots/ of the run in DIR into DIR (or --out); an "
-      "interrupted run is reported from its checkpoint as far as it got, labelled 'partial: "
-      "step t of T'.")
+      "interrupted or running run is reported from its checkpoint as far as it got, labelled "
+      "'partial: step t of T'.")
   p.add_argument("dir", help="a run directory")
   p.add_argument("--out", metavar="OUT",
                  help="write report.md and plots/ into OUT (e.g. for a read-only DIR)")

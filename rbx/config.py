@@ -126,7 +126,7 @@ class Config(NamedTuple):
   title: str
   env: str
   fixed: dict[str, Any]
-  grid: dict[str, list]
+  grid: dict[str, list] | list[dict[str, list]]
   seeds: np.ndarray
   steps: int
   chunk: int

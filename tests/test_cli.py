@@ -123,7 +123,8 @@ def test_report_and_plot_of_an_interrupted_run_say_partial(tmp_path, monkeypatch
   cfg = tmp_path / "sweep.toml"
   cfg.write_text('title = "Tiny"\n' + example1_sweep(seeds=3, steps=6, chunk=2))
   out = tmp_path / "run"
-  polls = iter([False])             # as Ctrl-C during the first chunk (asked before it, after it)
+  polls = iter([False, False])      # as Ctrl-C during the first chunk (polled after the init
+                                    # and chunk compiles, then after the chunk)
   monkeypatch.setattr(experiment._StopOnSignal, "__call__", lambda self: next(polls, True))
   assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == cli.EXIT_INTERRUPTED
   assert cli.main(["report", str(out)]) == 0

@@ -7,9 +7,10 @@ A sweep is split into work units — one per static grid combination and block o
 compile serves every chunk; a shorter last chunk compiles once more). Between chunks, in
 Python, the driver records the chunk's regret on the host (`Recorder`), advances the progress
 bar, hands a `Snapshot` of everything to `on_chunk` (the checkpoint) and asks `stop()` whether
-to end early (Ctrl-C); it asks again before each chunk runs, so a stop asked for while XLA
-compiles (which Python cannot interrupt) takes effect as soon as the compile returns. Resuming from a snapshot repeats exactly the same programs on exactly
-the same inputs, so the results are bit-identical to an uninterrupted run.
+to end early (Ctrl-C); it asks again after every compile, so a stop asked for while XLA
+compiles (which Python cannot interrupt) takes effect as soon as the compile returns, before
+anything else compiles or runs. Resuming from a snapshot repeats exactly the same programs on
+exactly the same inputs, so the results are bit-identical to an uninterrupted run.
 
 Inside a program the G grid points are vmapped and the seeds run through
 `lax.map(..., batch_size=seed_batch)`; with a mesh (`rbx.core.devices.seed_mesh`) the seed
@@ -149,6 +150,8 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
       stats["compile_seconds"] += seconds
       compiles.append((what, seconds))
       bar.compiled(what, seconds)
+      if stop is not None and stop():       # asked while XLA compiled: stop before running it
+        raise _Stopped
     return programs[key]
 
   try:
@@ -173,8 +176,6 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
                         lambda: jax.jit(lambda h, s, x, t: chunk_fn(h, s, x, t, length),
                                         donate_argnums=2),
                         points, seeds_dev, carry, jnp.int32(t_done + 1))
-        if stop is not None and stop():     # asked during the compile: stop before running
-          return Outcome(recorder, stats, compiles, False)
         begin = time.perf_counter()
         carry, regret = step(points, seeds_dev, carry, jnp.int32(t_done + 1))
         regret = np.asarray(regret)[:, :hi - lo]
@@ -191,9 +192,15 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
         if stop is not None and stop() and not (last and u == len(units) - 1):
           return Outcome(recorder, stats, compiles, False)
       u, t_done = u + 1, 0
+  except _Stopped:
+    return Outcome(recorder, stats, compiles, False)
   finally:
     bar.close()
   return Outcome(recorder, stats, compiles, True)
+
+
+class _Stopped(Exception):
+  """`stop()` said True after a compile: the run ends before the compiled program runs."""
 
 
 _NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid field is numeric
