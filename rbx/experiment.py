@@ -4,7 +4,8 @@
 chunked driver and writes the results (`rbx.core.results`); after every chunk the whole
 state — the carried agent states, the records and the statistics — is saved atomically to
 checkpoint.npz (`rbx.core.checkpoint`). Ctrl-C (SIGINT) or SIGTERM stops after the current
-chunk with everything saved (a second Ctrl-C stops at once, the last checkpoint intact);
+chunk with everything saved (a second Ctrl-C, or one while XLA compiles, stops at once, the
+last checkpoint intact);
 `resume(directory)` continues from the newest good checkpoint, and the results are
 bit-identical to an uninterrupted run. With several processes (`rbx.core.devices.initialize`)
 each runs its share of the seeds with its own checkpoint.p<i>.npz, and process 0 writes the
@@ -194,8 +195,9 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
 
 
 class _StopOnSignal:
-  """SIGINT/SIGTERM ask the driver to stop after the current chunk; a second SIGINT raises
-  KeyboardInterrupt at once. Installed only in the main thread."""
+  """SIGINT/SIGTERM ask the driver to stop after the current chunk; a second SIGINT, or one
+  while the driver compiles (nothing since the last checkpoint would be lost; a compile can
+  take a minute), raises KeyboardInterrupt at once. Installed only in the main thread."""
 
   def __init__(self, echo):
     self.echo, self.requested, self.previous = echo, False, {}
@@ -204,7 +206,7 @@ class _StopOnSignal:
     return self.requested
 
   def _handle(self, signum, frame):
-    if self.requested and signum == signal.SIGINT:
+    if signum == signal.SIGINT and (self.requested or driver.compiling()):
       raise KeyboardInterrupt
     self.requested = True
     self.echo(f"\n{signal.Signals(signum).name}: stopping after this chunk (Ctrl-C again to stop now)")
@@ -227,7 +229,8 @@ def _record_end(path: Path, metadata: dict, segment: dict, begin: float, error: 
   KeyboardInterrupt (the last checkpoint intact), "failed" for anything else."""
   stopped = isinstance(error, KeyboardInterrupt)
   end = {"time": rundir.now(), "type": type(error).__name__,
-         "message": "stopped at once by a second Ctrl-C" if stopped else str(error)}
+         "message": "stopped at once by Ctrl-C (a second one, or one during a compile)"
+                    if stopped else str(error)}
   segment.update(finished=end["time"], wall_seconds=time.perf_counter() - begin, error=end)
   metadata.update(status=INTERRUPTED if stopped else FAILED, finished=end["time"], error=end)
   try:

@@ -8,8 +8,8 @@ compile serves every chunk; a shorter last chunk compiles once more). Between ch
 Python, the driver records the chunk's regret on the host (`Recorder`), advances the progress
 bar, hands a `Snapshot` of everything to `on_chunk` (the checkpoint) and asks `stop()` whether
 to end early (Ctrl-C); it asks again after every compile, so a stop asked for while XLA
-compiles (which Python cannot interrupt) takes effect as soon as the compile returns, before
-anything else compiles or runs. Resuming from a snapshot repeats exactly the same programs on
+compiles takes effect as soon as the compile returns, before anything else compiles or runs
+(`rbx run`'s Ctrl-C handler stops at once instead while `compiling()`). Resuming from a snapshot repeats exactly the same programs on
 exactly the same inputs, so the results are bit-identical to an uninterrupted run.
 
 Inside a program the G grid points are vmapped and the seeds run through
@@ -140,12 +140,16 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
   def compiled(key, what, make, *args):
     if key not in programs:
       begin = time.perf_counter()
-      lowered = make().lower(*args)
-      if n_dev > 1 and mesh.devices.flat[0].platform == "cpu":
-        calls = sorted(set(re.findall(r"@(lapack_\w+)", lowered.as_text())))
-        if calls:
-          raise NeedsOneDevice(calls)
-      programs[key] = lowered.compile()
+      _COMPILING.append(what)
+      try:
+        lowered = make().lower(*args)
+        if n_dev > 1 and mesh.devices.flat[0].platform == "cpu":
+          calls = sorted(set(re.findall(r"@(lapack_\w+)", lowered.as_text())))
+          if calls:
+            raise NeedsOneDevice(calls)
+        programs[key] = lowered.compile()
+      finally:
+        _COMPILING.pop()
       seconds = time.perf_counter() - begin
       stats["compile_seconds"] += seconds
       compiles.append((what, seconds))
@@ -197,6 +201,15 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
   finally:
     bar.close()
   return Outcome(recorder, stats, compiles, True)
+
+
+_COMPILING: list[str] = []       # what the drivers of this process are compiling now
+
+
+def compiling() -> bool:
+  """Whether a driver is lowering or compiling a program now (a Ctrl-C handler may then stop
+  at once: nothing since the last checkpoint would be lost)."""
+  return bool(_COMPILING)
 
 
 class _Stopped(Exception):

@@ -2,6 +2,7 @@
 CPU devices with the one-device results, run from `rbx run --import` with per-agent grids
 (resume and report find the module), and Python and TOML check their arguments alike."""
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,8 @@ import numpy as np
 import pytest
 
 import rbx
-from rbx import cli, config, neural, rlhf
+from rbx import cli, config, experiment, neural, rlhf
+from rbx.core import driver
 from rbx.core import results as results_lib
 
 ROOT = Path(__file__).parents[2]
@@ -161,11 +163,25 @@ def test_rbx_run_imports_ones_own_module_with_per_agent_grids(module, tmp_path, 
   assert "own_mix" in rlhf.FAMILY.agents
 
 
-def test_a_stop_asked_during_the_compile_runs_no_chunk(module):
+def test_ctrl_c_during_a_compile_stops_at_once_and_a_stop_before_any_chunk_runs(module):
   config.import_modules([str(module)])
-  env = rlhf.example2(kappa=20.0)
-  res = rbx.sweep(lambda: (env, rlhf.get("own_mix")), {}, seeds=2, steps=4, stop=lambda: True)
-  assert not res.complete and res.timing["seed_steps"] == 0
+  env, agent, traced = rlhf.example2(kappa=20.0), rlhf.get("own_mix"), []
+
+  def init(key, task, horizon):               # traced while the driver compiles
+    traced.append(driver.compiling())
+    return agent.init(key, task, horizon)
+
+  res = rbx.sweep(lambda: (env, agent._replace(init=init)), {}, seeds=2, steps=4,
+                  stop=lambda: True)              # asked during the first compile
+  assert not res.complete and res.timing["seed_steps"] == 0 and traced[-1]
+  assert not driver.compiling()
+  handler = experiment._StopOnSignal(echo=lambda text: None)
+  handler._handle(signal.SIGINT, None)            # between compiles: after the chunk
+  assert handler()
+  with pytest.MonkeyPatch.context() as m:
+    m.setattr(driver, "_COMPILING", ["chunk"])
+    with pytest.raises(KeyboardInterrupt):        # during one: at once
+      experiment._StopOnSignal(echo=lambda text: None)._handle(signal.SIGINT, None)
 
 
 @pytest.mark.parametrize("call, message", [
