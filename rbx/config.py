@@ -52,9 +52,9 @@ are traced (a grid over them is vmapped in one program); names, sizes and flags 
 ranges, and then builds every grid point's environment and agent concretely, so any bad
 value is reported as a `ConfigError` naming its key before the sweep compiles. A name that
 none of the config's environment and agents declare is an error; each of them takes the names
-it declares (the rule of `rbx.core.registry`, which `rlhf.get` and `neural.get` follow too). It also
-estimates the memory the run needs (`rbx.core.memory`) and refuses one that does not fit,
-with the figure, the limit and the fix, before anything is allocated.
+it declares (the rule of `rbx.core.registry`, which `rlhf.get` and `neural.get` follow too).
+It also estimates the memory the run needs (`rbx.core.memory`) and refuses one that does not
+fit, with the figure, the limit and the fix, before anything is allocated.
 
 One's own agents and environments: `import` lists modules that register them
 (`rlhf.FAMILY.agent(...)`, see docs/concepts.md), imported before anything is validated — a
@@ -214,13 +214,13 @@ def load(path: str | os.PathLike, out: str | None = None,
     raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from e
   overrides = dict(overrides or {})
   try:
-    listed = tomllib.loads(text).get("import", [])
+    given = tomllib.loads(text).get("import", [])
   except tomllib.TOMLDecodeError as e:
     raise ConfigError(f"config is not valid TOML: {e}") from e
-  if isinstance(listed, list):
-    listed = [_absolute(e, path.parent) for e in listed] + [_absolute(e, Path.cwd())
-                                                             for e in imports]
-    if listed != tomllib.loads(text).get("import", []):
+  if isinstance(given, list):              # else `loads` says what is wrong with it
+    listed = ([_absolute(e, path.parent) for e in given]
+              + [_absolute(e, Path.cwd()) for e in imports])
+    if listed != given:
       overrides["import"] = listed
   if overrides:
     text = override(text, overrides)

@@ -9,8 +9,9 @@ Python, the driver records the chunk's regret on the host (`Recorder`), advances
 bar, hands a `Snapshot` of everything to `on_chunk` (the checkpoint) and asks `stop()` whether
 to end early (Ctrl-C); it asks again after every compile, so a stop asked for while XLA
 compiles takes effect as soon as the compile returns, before anything else compiles or runs
-(`rbx run`'s Ctrl-C handler stops at once instead while `compiling()`). Resuming from a snapshot repeats exactly the same programs on
-exactly the same inputs, so the results are bit-identical to an uninterrupted run.
+(`rbx run`'s Ctrl-C handler stops at once instead while `compiling()`). Resuming from a
+snapshot repeats exactly the same programs on exactly the same inputs, so the results are
+bit-identical to an uninterrupted run.
 
 Inside a program the G grid points are vmapped and the seeds run through
 `lax.map(..., batch_size=seed_batch)`; with a mesh (`rbx.core.devices.seed_mesh`) the seed

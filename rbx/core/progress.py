@@ -67,8 +67,9 @@ class Progress:
     self.last_line, self.printed = time.monotonic(), done
     self.bar = bar_class()(total=total, initial=done, unit="seed-step", unit_scale=True,
                            smoothing=0.1, disable=not self.enabled,
-                           file=_Discard() if self.plain else self.file, ncols=100 if self.plain else None,
-                           dynamic_ncols=not self.plain, delay=0.0 if self.notes else AUTO_DELAY)
+                           file=_Discard() if self.plain else self.file,
+                           ncols=100 if self.plain else None, dynamic_ncols=not self.plain,
+                           delay=0.0 if self.notes else AUTO_DELAY)
 
   def compiled(self, what: str, seconds: float) -> None:
     """Reports a finished compile of `what` and how long it took."""
