@@ -104,7 +104,8 @@ def num_seeds(seeds) -> int:
 def grid_values(field: str, values) -> list:
   """A grid field's values: a non-empty list (a tuple or 1-D array in Python) of distinct
   values, not a string; ValueError naming `field` (e.g. "grid.beta") otherwise."""
-  listed = isinstance(values, (list, tuple)) or (isinstance(values, np.ndarray) and values.ndim == 1)
+  listed = (isinstance(values, (list, tuple))
+            or (isinstance(values, np.ndarray) and values.ndim == 1))
   if not listed or len(values) == 0:
     raise ValueError(f"{field} must be a non-empty list of values, got {values!r}")
   values = list(values)

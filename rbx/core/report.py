@@ -2,8 +2,8 @@
 grid point with its 95% CI, the regret exponents, and the plots (`rbx.core.plots`).
 
 An interrupted run, or one still running (no results yet, a checkpoint), is reported from its
-newest checkpoint as far as it got (`load`, `partial`), labelled "partial: step t of T". The report and plots go
-into the run directory, or `out` (for a read-only run directory).
+newest checkpoint as far as it got (`load`, `partial`), labelled "partial: step t of T". The
+report and plots go into the run directory, or `out` (for a read-only run directory).
 """
 from __future__ import annotations
 
