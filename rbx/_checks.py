@@ -83,5 +83,41 @@ def positive_int(field: str, value, low: int = 1) -> int:
   return int(value)
 
 
+def num_seeds(seeds) -> int:
+  """How many seeds `seeds` names — n (seeds 0..n−1) or a non-empty list of distinct integers
+  ≥ 0 — without making n seeds' array; ValueError naming "seeds" otherwise."""
+  if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+    if seeds < 1:
+      raise ValueError(f"seeds must be an integer >= 1 or a list of seeds, got {seeds}")
+    return int(seeds)
+  listed = isinstance(seeds, (list, tuple)) or (isinstance(seeds, np.ndarray) and seeds.ndim == 1)
+  if (not listed or len(seeds) == 0 or not all(
+      isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)) and s >= 0
+      for s in seeds)):
+    raise ValueError("seeds must be an integer >= 1 or a non-empty list of integers >= 0, got "
+                     f"{seeds!r}")
+  if len(set(int(s) for s in seeds)) < len(seeds):
+    raise ValueError(f"seeds has repeated seeds {[int(s) for s in seeds]}")
+  return len(seeds)
+
+
+def grid_values(field: str, values) -> list:
+  """A grid field's values: a non-empty list (a tuple or 1-D array in Python) of distinct
+  values, not a string; ValueError naming `field` (e.g. "grid.beta") otherwise."""
+  listed = (isinstance(values, (list, tuple))
+            or (isinstance(values, np.ndarray) and values.ndim == 1))
+  if not listed or len(values) == 0:
+    raise ValueError(f"{field} must be a non-empty list of values, got {values!r}")
+  values = list(values)
+  if len({repr(plain(v)) for v in values}) < len(values):
+    raise ValueError(f"{field} has repeated values {values}")
+  return values
+
+
+def plain(v):
+  """A NumPy scalar as the Python value (np.str_('x') -> 'x'); anything else as it is."""
+  return v.item() if isinstance(v, np.generic) else v
+
+
 def _show(v: np.ndarray) -> str:
   return np.array2string(np.asarray(v), precision=4, threshold=8)

@@ -67,11 +67,18 @@ def register_run(subparsers) -> None:
   p = subparsers.add_parser(
       "run", help="run a sweep config (TOML) into a run directory, or --resume one",
       description="Runs CONFIG.toml into its run directory (config `out`, or --out), with a "
-      "checkpoint after every chunk; Ctrl-C stops after the current chunk with everything saved. "
-      "`rbx run --resume DIR` continues from the newest good checkpoint.")
+      "checkpoint after every chunk, and prints R(T) per grid point at the end; Ctrl-C stops "
+      "after the current chunk with everything saved. `rbx run --resume DIR` continues from "
+      "the newest good checkpoint.")
   p.add_argument("config", nargs="?", help="the sweep config, a TOML file (see configs/)")
   p.add_argument("--resume", metavar="DIR", help="continue the run in DIR")
   p.add_argument("--out", metavar="DIR", help="the run directory (overrides the config's out)")
+  p.add_argument("--overwrite", action="store_true",
+                 help="delete a run already in the directory first (never one being run)")
+  p.add_argument("--import", dest="imports", metavar="MODULE", action="append", default=[],
+                 help="a module name or .py file that registers one's own agents or "
+                      "environments, imported first (repeatable; added to the config's "
+                      "`import`, so --resume and report import it too)")
   p.add_argument("--seeds", type=_positive_int, help="override the config's seeds (0..N-1)")
   p.add_argument("--steps", type=_positive_int, help="override the config's steps")
   p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
@@ -104,8 +111,8 @@ def register_report(subparsers) -> None:
   p = subparsers.add_parser(
       "report", help="write DIR/report.md: summary, CIs, exponents, plots",
       description="Writes report.md and plots/ of the run in DIR into DIR (or --out); an "
-      "interrupted run is reported from its checkpoint as far as it got, labelled 'partial: "
-      "step t of T'.")
+      "interrupted or running run is reported from its checkpoint as far as it got, labelled "
+      "'partial: step t of T'.")
   p.add_argument("dir", help="a run directory")
   p.add_argument("--out", metavar="OUT",
                  help="write report.md and plots/ into OUT (e.g. for a read-only DIR)")
@@ -126,8 +133,10 @@ def _demo(args) -> int:
 def _run(args) -> int:
   if (args.config is None) == (args.resume is None):
     args.parser.error("give either CONFIG or --resume DIR")
-  if args.resume and (args.set or args.seeds or args.steps):
-    args.parser.error("--resume continues a run as it was configured: no --seeds, --steps, --set")
+  if args.resume and (args.set or args.seeds or args.steps or args.imports or args.overwrite):
+    args.parser.error("--resume continues a run as it was configured: no --seeds, --steps, "
+                      "--set, --import, --overwrite")
+  import jax
   from rbx import config as config_lib
   from rbx import experiment
   from rbx.core import checkpoint, devices
@@ -140,8 +149,8 @@ def _run(args) -> int:
       overrides = dict(config_lib.parse_setting(x) for x in args.set)
       overrides.update({k: getattr(args, k) for k in ("seeds", "steps")
                         if getattr(args, k) is not None})
-      cfg = config_lib.load(args.config, out=args.out, overrides=overrides)
-      status = experiment.run(cfg, progress=not args.no_progress)
+      cfg = config_lib.load(args.config, out=args.out, overrides=overrides, imports=args.imports)
+      status = experiment.run(cfg, progress=not args.no_progress, overwrite=args.overwrite)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("run", e)
   except MemoryError as e:                  # past the estimate (`rbx.core.memory`): recorded
@@ -151,7 +160,19 @@ def _run(args) -> int:
     print("rbx run: stopped at once; the last checkpoint is intact (rbx run --resume DIR)",
           file=sys.stderr)
     return EXIT_INTERRUPTED
+  if status == experiment.COMPLETE and jax.process_index() == 0:
+    _print_summary(args.resume or cfg.out)
   return EXIT_INTERRUPTED if status == experiment.INTERRUPTED else 0
+
+
+def _print_summary(directory) -> None:
+  """Prints the first section of the run's report (R(T) per grid point with its 95% CI),
+  without writing the report or its plots."""
+  from rbx.core import report
+  res = report.load(directory)
+  text = report.markdown(res, {}, report.reference_exponent(res))
+  section = text.split("\n## ", 2)[1].rstrip("\n")
+  print(f"\n## {section}\n\n`rbx report {directory}` writes the whole report with its plots.")
 
 
 def _add_log(parser) -> None:

@@ -3,6 +3,8 @@
 A config names a family, an environment, agents, a hyperparameter grid and how to run:
 
 ```toml
+import = ["my_agents"]       # optional: modules (names, or .py files relative to this
+                             # config) imported first, so the agents they register exist
 family = "rlhf"              # "rlhf" or "neural"
 title = "Example 1"          # optional, for the report
 seeds = 64                   # n (seeds 0..n-1) or a list of seeds
@@ -37,15 +39,29 @@ agent = ["algorithm1", "vpo", "xpo"]
 beta = [0.1, 0.5]
 ```
 
+Per-agent grids: instead of one [grid], several [[grid]] tables, each swept on its own (e.g.
+`[[grid]] agent = ["algorithm1"]` and `[[grid]] agent = ["eps_greedy"]` with `epsilon =
+[0.05, 0.1]`: Algorithm 1 runs once, not once per ε). The results then have the axes ("run",
+"seed", "step"), each run labelled by its fields (`rbx.core.grid.expand`).
+
 Parameters live in one flat namespace: a name is set once, in [env], [agent] or [grid], and
 goes to whichever of the environment, the agent and the schedule take it (a schedule's
 num_actions, horizon, beta and r_max come from the environment and T). Real-valued parameters
 are traced (a grid over them is vmapped in one program); names, sizes and flags are static
 (one program per value). `load` checks keys (with the nearest valid name for a typo), types,
 ranges, and then builds every grid point's environment and agent concretely, so any bad
-value is reported as a `ConfigError` naming its key before the sweep compiles. It also
-estimates the memory the run needs (`rbx.core.memory`) and refuses one that does not fit,
-with the figure, the limit and the fix, before anything is allocated.
+value is reported as a `ConfigError` naming its key before the sweep compiles. A name that
+none of the config's environment and agents declare is an error; each of them takes the names
+it declares (the rule of `rbx.core.registry`, which `rlhf.get` and `neural.get` follow too).
+It also estimates the memory the run needs (`rbx.core.memory`) and refuses one that does not
+fit, with the figure, the limit and the fix, before anything is allocated.
+
+One's own agents and environments: `import` lists modules that register them
+(`rlhf.FAMILY.agent(...)`, see docs/concepts.md), imported before anything is validated — a
+module name (importable, or a file in the current directory) or a .py file, relative to the
+config's directory; `rbx run --import X` adds to the list. `load` records files as absolute
+paths in the run's config.toml, so `rbx run --resume` and `rbx report` import them too, and
+metadata.json records every module's file ("imports").
 
 A parameter the config leaves out runs with its constructor's default: rbx does not require
 it, it records it. `Config.effective()` gives the value every parameter of the environment
@@ -59,8 +75,11 @@ RLHF schedule's own defaults (e.g. scale = 1; `rbx.schedules`).
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -71,13 +90,13 @@ import tomli_w
 from rbx import _checks
 from rbx.core import registry
 from rbx.core import sweep as sweep_lib
-from rbx.core.grid import Grid
+from rbx.core.grid import RUN, Grid, runs
 from rbx.core.record import RECORDS
-from rbx.core.registry import BOOL, INT, REAL, STR, TABLE, VECTOR, Param
+from rbx.core.registry import INT, STR, TABLE, VECTOR, Param
 
-RUN_KEYS = {"family": STR, "title": STR, "seeds": "seeds", "steps": INT, "chunk": INT,
-            "record": STR, "log_points": INT, "seed_batch": INT, "seed_block": INT,
-            "devices": INT, "out": STR}
+RUN_KEYS = {"import": "import", "family": STR, "title": STR, "seeds": "seeds", "steps": INT,
+            "chunk": INT, "record": STR, "log_points": INT, "seed_batch": INT,
+            "seed_block": INT, "devices": INT, "out": STR}
 TABLES = ("env", "agent", "grid")
 DEFAULT_CHUNK = 1000
 
@@ -94,7 +113,7 @@ class Config(NamedTuple):
     title: a title for the report.
     env: the environment's name.
     fixed: the fixed parameters (from [env] and [agent], the agent's name as "agent").
-    grid: field -> values, in the config's order.
+    grid: field -> values, in the config's order; or a list of such sub-grids ([[grid]]).
     seeds: the seeds, int array.
     steps, chunk, record, log_points, seed_batch, seed_block, devices: how to run.
     out: the run directory.
@@ -107,7 +126,7 @@ class Config(NamedTuple):
   title: str
   env: str
   fixed: dict[str, Any]
-  grid: dict[str, list]
+  grid: dict[str, list] | list[dict[str, list]]
   seeds: np.ndarray
   steps: int
   chunk: int
@@ -130,8 +149,17 @@ class Config(NamedTuple):
     return fam.build(self.env, env_params, name, agent_params, self.steps)
 
   def static(self) -> list[str]:
-    """The grid fields looped over in Python: those declared static (or not real)."""
+    """The grid fields looped over in Python: those declared static (or not real); "run"
+    for a list of sub-grids ([[grid]], `rbx.core.grid.expand`)."""
+    if isinstance(self.grid, list):
+      return [RUN]
     return [f for f in self.grid if self.param(f).static]
+
+  def points(self) -> list[dict[str, Any]]:
+    """Every grid point (of every sub-grid), as {field: value}."""
+    if isinstance(self.grid, list):
+      return list(runs(self.grid).values())
+    return list(Grid(self.grid).each())
 
   def param(self, name: str) -> Param:
     """The declaration of parameter `name` (`rbx.core.registry.Param`)."""
@@ -148,13 +176,13 @@ class Config(NamedTuple):
     {"env": {"name": ..., param: value}, "agent": {agent name: {param: value}}}, the grid
     fields left out (they are in `grid`). See the module docstring."""
     fam = registry.get(self.family)
-    swept = set(self.grid)
+    swept = {f for p in self.points() for f in p}
     env_entry = fam.envs[self.env]
     env_given = {k: v for k, v in self.fixed.items() if k in env_entry.params}
     out = {"env": {"name": self.env, **_effective(env_entry, env_given, env_given, swept)},
            "agent": {}}
     for name in self._agents():
-      point = next(p for p in Grid(self.grid).each() if p.get("agent", name) == name)
+      point = next(p for p in self.points() if p.get("agent", name) == name)
       values = {**self.fixed, **point, "agent": name}
       entry = fam.agents[name]
       env = fam.load_env(self.env, {k: values[k] for k in env_entry.params if k in values})
@@ -170,21 +198,85 @@ class Config(NamedTuple):
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
 
   def _agents(self) -> list[str]:
-    return list(self.grid.get("agent", [self.fixed.get("agent")]))
+    names = [p.get("agent", self.fixed.get("agent")) for p in self.points()]
+    return list(dict.fromkeys(names))
 
 
 def load(path: str | os.PathLike, out: str | None = None,
-         overrides: dict[str, Any] | None = None) -> Config:
-  """Reads and validates the config at `path`; `out` overrides its run directory and
-  `overrides` its keys (see `override`)."""
+         overrides: dict[str, Any] | None = None, imports: list[str] = ()) -> Config:
+  """Reads and validates the config at `path`; `out` overrides its run directory,
+  `overrides` its keys (see `override`) and `imports` are added to its `import` list
+  (`rbx run --import`; files relative to the current directory)."""
   path = Path(path)
   try:
     text = path.read_text()
   except OSError as e:
     raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from e
+  overrides = dict(overrides or {})
+  try:
+    given = tomllib.loads(text).get("import", [])
+  except tomllib.TOMLDecodeError as e:
+    raise ConfigError(f"config is not valid TOML: {e}") from e
+  if isinstance(given, list):              # else `loads` says what is wrong with it
+    listed = ([_absolute(e, path.parent) for e in given]
+              + [_absolute(e, Path.cwd()) for e in imports])
+    if listed != given:
+      overrides["import"] = listed
   if overrides:
     text = override(text, overrides)
   return loads(text, default_out=str(Path("runs") / path.stem), out=out)
+
+
+def _absolute(entry, base: Path):
+  """An `import` entry that is a file (ends in .py), as an absolute path from `base`; a
+  module name (or anything else, checked by `loads`) as it is."""
+  if isinstance(entry, str) and entry.endswith(".py"):
+    return str((base / Path(entry).expanduser()).resolve())
+  return entry
+
+
+def import_modules(entries: list[str]) -> dict[str, str]:
+  """Imports the `import` entries — a module name (importable, or in the current directory)
+  or a .py file (an absolute path, as `load` records it) — so that the agents and
+  environments they register exist; returns entry -> the module's file. A module imported
+  before is not imported again.
+
+  Raises:
+    ConfigError: no such module or file, or the module raised while it was imported.
+  """
+  files = {}
+  for entry in entries:
+    try:
+      if entry.endswith(".py"):
+        path = Path(entry)
+        name = f"rbx_user_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+        module = sys.modules.get(name)
+        if module is None:
+          if not path.is_file():
+            raise ConfigError(f"config import {entry!r}: no such file")
+          spec = importlib.util.spec_from_file_location(name, path)
+          module = importlib.util.module_from_spec(spec)
+          sys.modules[name] = module
+          try:
+            spec.loader.exec_module(module)
+          except BaseException:
+            del sys.modules[name]
+            raise
+      else:
+        sys.path.insert(0, os.getcwd())
+        try:
+          module = importlib.import_module(entry)
+        finally:
+          sys.path.remove(os.getcwd())
+    except ConfigError:
+      raise
+    except ModuleNotFoundError as e:
+      raise ConfigError(f"config import {entry!r}: {e} (a module name importable here or in "
+                        "the current directory, or a .py file)") from e
+    except Exception as e:
+      raise ConfigError(f"config import {entry!r} raised {type(e).__name__}: {e}") from e
+    files[entry] = getattr(module, "__file__", None) or entry
+  return files
 
 
 def override(text: str, overrides: dict[str, Any]) -> str:
@@ -229,9 +321,14 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   run = {k: v for k, v in raw.items() if k not in TABLES}
   for key, value in run.items():
     _check_run_value(key, value)
+  import_modules(run.get("import", []))       # before the names they register are checked
   for table in TABLES:
-    if not isinstance(raw.get(table, {}), dict):
-      raise ConfigError(f"config [{table}] must be a table, got {raw[table]!r}")
+    value = raw.get(table, {})
+    if not (isinstance(value, dict) or (table == "grid" and isinstance(value, list) and value
+                                        and all(isinstance(g, dict) for g in value))):
+      raise ConfigError(f"config [{table}] must be a table"
+                        + (" or an array of tables ([[grid]])" if table == "grid" else "")
+                        + f", got {value!r}")
   if "family" not in run:
     raise ConfigError(f"config needs family = one of {list(registry.FAMILIES)}")
   fam_name = _wrap(lambda: _checks.choice("family", run["family"], registry.FAMILIES))
@@ -243,47 +340,52 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
 
   env_table = dict(raw.get("env", {}))
   agent_table = dict(raw.get("agent", {}))
-  grid = dict(raw.get("grid", {}))
+  grid = raw.get("grid", {})
+  subgrids = {"grid": grid} if isinstance(grid, dict) else {f"grid[{i}]": g
+                                                           for i, g in enumerate(grid)}
   if "name" not in env_table:
     raise ConfigError(f"config [env] needs name = one of {list(family.envs)}")
   env_name = _wrap(lambda: _checks.choice("env.name", env_table.pop("name"), family.envs))
   if "name" in agent_table:
     agent_table["agent"] = agent_table.pop("name")
-  if "agent" not in agent_table and "agent" not in grid:
+  if "agent" not in agent_table and not all("agent" in g for g in subgrids.values()):
     raise ConfigError(f"config needs an agent: [agent] name = one of {list(family.agents)}, or "
-                      "[grid] agent = [...]")
+                      "[grid] agent = [...] (in every [[grid]])")
 
-  for key, values in grid.items():
-    if not isinstance(values, list) or not values:
-      raise ConfigError(f"config grid.{key} must be a non-empty list of values, got {values!r}")
-  agents = grid.get("agent", [agent_table.get("agent")])
-  for i, a in enumerate(agents):
-    where = f"grid.agent[{i}]" if "agent" in grid else "agent.name"
-    if not isinstance(a, str):
-      raise ConfigError(f"config {where} must be a string, got {a!r}")
-    _wrap(lambda: _checks.choice(where, a, family.agents))
+  agents = []
+  for table, sub in subgrids.items():
+    for key, values in sub.items():
+      _wrap(lambda: _checks.grid_values(f"{table}.{key}", values), "config ")
+    listed = sub.get("agent", [agent_table.get("agent")])
+    for i, a in enumerate(listed):
+      where = f"{table}.agent[{i}]" if "agent" in sub else "agent.name"
+      if not isinstance(a, str):
+        raise ConfigError(f"config {where} must be a string, got {a!r}")
+      _wrap(lambda: _checks.choice(where, a, family.agents))
+      agents += [a] * (a not in agents)
   params = _parameters(family, env_name, agents)
   env_keys = list(family.envs[env_name].params)
   allowed = {"env": env_keys, "agent": [k for k in params if k not in env_keys],
-             "grid": list(params)}
+             **{table: list(params) for table in subgrids}}
 
   fixed, where = {}, {}
-  for table, entries in (("env", env_table), ("agent", agent_table), ("grid", grid)):
+  for table, entries in (("env", env_table), ("agent", agent_table), *subgrids.items()):
     for key, value in entries.items():
-      if key in where:
+      if key in where and not (table.startswith("grid[") and where[key].startswith("grid[")):
         raise ConfigError(f"config {table}.{key} is already set in [{where[key]}]; set it once")
       _checks_key(f"{table} key", key, allowed[table])
-      where[key] = table
-      if table == "grid":
+      where.setdefault(key, table)
+      if table.startswith("grid"):
         if params[key].kind in (VECTOR, TABLE):
-          raise ConfigError(f"config grid.{key}: {key} is a {params[key].kind} and cannot be swept")
+          raise ConfigError(f"config {table}.{key}: {key} is a {params[key].kind} and cannot be "
+                            "swept")
         for i, v in enumerate(value):
-          _check_kind(f"grid.{key}[{i}]", v, params[key])
-        if len({json.dumps(v) for v in value}) < len(value):
-          raise ConfigError(f"config grid.{key} has repeated values {value}")
+          _check_kind(f"{table}.{key}[{i}]", v, params[key])
       else:
         fixed[key] = _check_kind(f"{table}.{key}", value, params[key])
 
+  if isinstance(grid, list):
+    _wrap(lambda: runs(grid), "config ")      # no run in two sub-grids
   seed_block = run.get("seed_block")
   num_seeds = _num_seeds(seeds)
   config = Config(family=fam_name, title=run.get("title", ""), env=env_name, fixed=fixed, grid=grid,
@@ -340,7 +442,7 @@ def _check_points(config: Config, where: dict[str, str]) -> list:
   """Builds every grid point's environment and agent concretely (no tracing); returns the
   environments."""
   envs = []
-  for point in Grid(config.grid).each():
+  for point in config.points():
     try:
       envs.append(config.build(**point)[0])
     except ValueError as e:
@@ -367,15 +469,20 @@ def _checks_key(what: str, key: str, allowed) -> None:
   _wrap(lambda: _checks.choice(what, key, allowed))
 
 
-def _wrap(check):
+def _wrap(check, prefix: str = "config: "):
   try:
     return check()
   except ValueError as e:
-    raise ConfigError(f"config: {e}") from e
+    raise ConfigError(f"{prefix}{e}") from e
 
 
 def _check_run_value(key: str, value) -> None:
   if key == "seeds":
+    return
+  if key == "import":
+    if not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
+      raise ConfigError(f"config import must be a list of module names or .py files, got "
+                        f"{value!r}")
     return
   kind = RUN_KEYS[key]
   _check_kind(key, value, kind)
@@ -402,15 +509,5 @@ def _need(run: dict, key: str):
 
 
 def _num_seeds(seeds) -> int:
-  """The number of seeds of a valid `seeds` (n or a list of distinct seeds)."""
-  if isinstance(seeds, int) and not isinstance(seeds, bool):
-    if seeds < 1:
-      raise ConfigError(f"config seeds must be an integer >= 1 or a list of seeds, got {seeds}")
-    return seeds
-  if (not isinstance(seeds, list) or not seeds
-      or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
-    raise ConfigError(f"config seeds must be an integer >= 1 or a non-empty list of integers >= 0,"
-                      f" got {seeds!r}")
-  if len(set(seeds)) < len(seeds):
-    raise ConfigError(f"config seeds has repeated seeds {seeds}")
-  return len(seeds)
+  """The number of seeds of a valid `seeds` (`rbx._checks.num_seeds`)."""
+  return _wrap(lambda: _checks.num_seeds(seeds), "config ")

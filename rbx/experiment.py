@@ -4,7 +4,8 @@
 chunked driver and writes the results (`rbx.core.results`); after every chunk the whole
 state — the carried agent states, the records and the statistics — is saved atomically to
 checkpoint.npz (`rbx.core.checkpoint`). Ctrl-C (SIGINT) or SIGTERM stops after the current
-chunk with everything saved (a second Ctrl-C stops at once, the last checkpoint intact);
+chunk with everything saved (a second Ctrl-C, or one while XLA compiles, stops at once, the
+last checkpoint intact);
 `resume(directory)` continues from the newest good checkpoint, and the results are
 bit-identical to an uninterrupted run. With several processes (`rbx.core.devices.initialize`)
 each runs its share of the seeds with its own checkpoint.p<i>.npz, and process 0 writes the
@@ -22,9 +23,11 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import shutil
 import signal
 import sys
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,6 +38,7 @@ import numpy as np
 import rbx
 from rbx import config as config_lib
 from rbx.core import checkpoint, devices, driver, rundir
+from rbx.core import grid as grid_lib
 from rbx.core import sweep as sweep_lib
 from rbx.core import results as results_lib
 
@@ -42,28 +46,51 @@ COMPLETE, INTERRUPTED, RUNNING, FAILED = (rundir.COMPLETE, rundir.INTERRUPTED, r
                                          rundir.FAILED)
 
 
-def run(config: config_lib.Config, *, progress: bool = True, echo: Callable[[str], None] = print) -> str:
+def run(config: config_lib.Config, *, progress: bool = True, echo: Callable[[str], None] = print,
+        overwrite: bool = False) -> str:
   """Runs `config` into the new directory `config.out`; returns the status (complete or
-  interrupted).
+  interrupted). `overwrite`: a run already in the directory (not being run) is deleted
+  first — its config, metadata, results, checkpoints, report and plots; other files stay.
 
   Raises:
-    FileExistsError: the directory already holds a run.
+    FileExistsError: the directory already holds a run (and not `overwrite`).
     rundir.LockedError: another process is running the directory.
   """
   directory = Path(config.out)
-  _refuse_a_run(directory)                  # before the lock touches the directory
+  if not overwrite:
+    _refuse_a_run(directory)                # before the lock touches the directory
   directory.mkdir(parents=True, exist_ok=True)
   with _locked(directory, echo):
+    if overwrite:
+      _delete_run(directory)
     _refuse_a_run(directory)                # another process may have run it meanwhile
     if jax.process_index() == 0:
       (directory / results_lib.CONFIG).write_text(config.text)
     return _execute(config, directory, None, progress, echo)
 
 
+RUN_FILES = (results_lib.CONFIG, results_lib.METADATA, results_lib.ARRAYS, results_lib.INDEX,
+             "report.md", "checkpoint*.npz*")
+
+
+def _delete_run(directory: Path) -> None:
+  """Deletes the run in `directory` (`RUN_FILES` and plots/), for `overwrite`."""
+  if jax.process_index() == 0:
+    for pattern in RUN_FILES:
+      for path in directory.glob(pattern):
+        path.unlink()
+    shutil.rmtree(directory / "plots", ignore_errors=True)
+
+
 def _refuse_a_run(directory: Path) -> None:
-  if jax.process_index() == 0 and (directory / results_lib.METADATA).exists():
+  meta = directory / results_lib.METADATA
+  if jax.process_index() == 0 and meta.exists():
+    if results_lib.read_json(meta).get("status") == COMPLETE:
+      raise FileExistsError(f"{directory} already holds a complete run: run it again with "
+                            "--overwrite, or into another directory with --out")
     raise FileExistsError(f"{directory} already holds a run: continue it with `rbx run --resume "
-                          f"{directory}`, or choose another directory with --out")
+                          f"{directory}`, start it again with --overwrite, or choose another "
+                          "directory with --out")
 
 
 def resume(directory: str | os.PathLike, *, progress: bool = True,
@@ -168,8 +195,9 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
 
 
 class _StopOnSignal:
-  """SIGINT/SIGTERM ask the driver to stop after the current chunk; a second SIGINT raises
-  KeyboardInterrupt at once. Installed only in the main thread."""
+  """SIGINT/SIGTERM ask the driver to stop after the current chunk; a second SIGINT, or one
+  while the driver compiles (nothing since the last checkpoint would be lost; a compile can
+  take a minute), raises KeyboardInterrupt at once. Installed only in the main thread."""
 
   def __init__(self, echo):
     self.echo, self.requested, self.previous = echo, False, {}
@@ -178,7 +206,7 @@ class _StopOnSignal:
     return self.requested
 
   def _handle(self, signum, frame):
-    if self.requested and signum == signal.SIGINT:
+    if signum == signal.SIGINT and (self.requested or driver.compiling()):
       raise KeyboardInterrupt
     self.requested = True
     self.echo(f"\n{signal.Signals(signum).name}: stopping after this chunk (Ctrl-C again to stop now)")
@@ -201,7 +229,8 @@ def _record_end(path: Path, metadata: dict, segment: dict, begin: float, error: 
   KeyboardInterrupt (the last checkpoint intact), "failed" for anything else."""
   stopped = isinstance(error, KeyboardInterrupt)
   end = {"time": rundir.now(), "type": type(error).__name__,
-         "message": "stopped at once by a second Ctrl-C" if stopped else str(error)}
+         "message": "stopped at once by Ctrl-C (a second one, or one during a compile)"
+                    if stopped else str(error)}
   segment.update(finished=end["time"], wall_seconds=time.perf_counter() - begin, error=end)
   metadata.update(status=INTERRUPTED if stopped else FAILED, finished=end["time"], error=end)
   try:
@@ -233,6 +262,7 @@ def _num_devices(mesh) -> int:
 
 
 def _environment(config, mesh) -> dict:
+  grid = grid_lib.expand(None, config.grid, ())[1]
   return {
       "title": config.title, "family": config.family, "status": RUNNING, "started": rundir.now(),
       "versions": {"rbx": rbx.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
@@ -240,13 +270,14 @@ def _environment(config, mesh) -> dict:
       "platform": platform.platform(), "backend": jax.default_backend(),
       "devices": [str(d) for d in jax.devices()], "local_devices_used": _num_devices(mesh),
       "processes": jax.process_count(),
-      "sizes": {"grid": [len(v) for v in config.grid.values()], "grid_fields": list(config.grid),
+      "sizes": {"grid": [len(v) for v in grid.values()], "grid_fields": list(grid),
                 "seeds": int(config.seeds.size), "steps": config.steps, "chunk": config.chunk,
                 "seed_batch": config.seed_batch, "seed_block": config.seed_block,
                 "record": config.record,
                 "state_bytes_per_seed": sweep_lib.state_bytes(config.build, config.grid,
                                                               config.steps, config.static())},
       "effective": config.effective(),
+      "imports": config_lib.import_modules(tomllib.loads(config.text).get("import", [])),
   }
 
 

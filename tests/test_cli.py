@@ -2,6 +2,7 @@
 refused, names with a hint, one standard-deviation convention, a progress bar (off with a flag,
 no TqdmWarning in a notebook), and a report of an interrupted run."""
 import gzip
+import io
 import sys
 import types
 import warnings
@@ -89,6 +90,18 @@ def test_demo_shows_the_progress_bar_unless_told_not_to(monkeypatch, capsys):
   assert err == "" and "example1   vpo" in out
 
 
+def test_the_progress_bar_writes_plain_lines_off_a_terminal():
+  log = io.StringIO()                                  # a redirected stderr: not a terminal
+  bar = progress_lib.Progress(100, enabled=True, file=log)
+  bar.compiled("chunk", 1.0)
+  bar.advance(30, "t=3")                               # within PLAIN_INTERVAL: no line yet
+  bar.advance(70, "t=10")                              # the end: a line
+  bar.close()
+  lines = log.getvalue().splitlines()
+  assert "\r" not in log.getvalue() and lines[0] == "compiled chunk in 1.0s"
+  assert len(lines) == 2 and "100%" in lines[1] and "t=10" in lines[1]
+
+
 def test_the_progress_bar_in_a_notebook_without_ipywidgets_warns_nothing(monkeypatch):
   assert not progress_lib.shown(None)                  # pytest captures stderr: nobody watches
   kernel = types.SimpleNamespace(kernel=object())
@@ -110,7 +123,9 @@ def test_report_and_plot_of_an_interrupted_run_say_partial(tmp_path, monkeypatch
   cfg = tmp_path / "sweep.toml"
   cfg.write_text('title = "Tiny"\n' + example1_sweep(seeds=3, steps=6, chunk=2))
   out = tmp_path / "run"
-  monkeypatch.setattr(experiment._StopOnSignal, "__call__", lambda self: True)   # as Ctrl-C
+  polls = iter([False, False])      # as Ctrl-C during the first chunk (polled after the init
+                                    # and chunk compiles, then after the chunk)
+  monkeypatch.setattr(experiment._StopOnSignal, "__call__", lambda self: next(polls, True))
   assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == cli.EXIT_INTERRUPTED
   assert cli.main(["report", str(out)]) == 0
   text = (out / "report.md").read_text()
@@ -118,3 +133,8 @@ def test_report_and_plot_of_an_interrupted_run_say_partial(tmp_path, monkeypatch
   assert "| 0.5 | 3 |" in text
   assert cli.main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 0
   assert (tmp_path / "figs" / "cumulative.png").is_file()
+  meta = results.read_json(out / results.METADATA)                 # as a run still going
+  results.write_json(out / results.METADATA, {**meta, "status": "running"})
+  assert cli.main(["report", str(out)]) == 0
+  text = (out / "report.md").read_text()
+  assert "the run is still running" in text and "status **running**" in text

@@ -7,13 +7,21 @@ A sweep is split into work units — one per static grid combination and block o
 compile serves every chunk; a shorter last chunk compiles once more). Between chunks, in
 Python, the driver records the chunk's regret on the host (`Recorder`), advances the progress
 bar, hands a `Snapshot` of everything to `on_chunk` (the checkpoint) and asks `stop()` whether
-to end early (Ctrl-C). Resuming from a snapshot repeats exactly the same programs on exactly
-the same inputs, so the results are bit-identical to an uninterrupted run.
+to end early (Ctrl-C); it asks again after every compile, so a stop asked for while XLA
+compiles takes effect as soon as the compile returns, before anything else compiles or runs
+(`rbx run`'s Ctrl-C handler stops at once instead while `compiling()`). Resuming from a
+snapshot repeats exactly the same programs on exactly the same inputs, so the results are
+bit-identical to an uninterrupted run.
 
 Inside a program the G grid points are vmapped and the seeds run through
 `lax.map(..., batch_size=seed_batch)`; with a mesh (`rbx.core.devices.seed_mesh`) the seed
 axis is split over its devices with `jax.shard_map` (each device maps its own seeds). Seed s
-uses `jax.random.key(s)` wherever it runs.
+uses `jax.random.key(s)` wherever it runs. The shard_map runs with `check_vma=False`: every
+input and output is split over "seed" and no collective runs inside, so JAX's check of which
+values vary over the seed axis guards nothing here, and with it an agent written as plain JAX
+(a `lax.fori_loop`/`scan` whose carry starts from a constant, e.g. `jnp.zeros(())`, and
+becomes seed-dependent) would fail to trace on several devices ("carry input and carry output
+must have equal types ... {V:seed}").
 
 Memory (bytes): device ≈ G·S_block·(state per seed) + G·S_block·chunk·4 (the chunk's regret)
 + the working set of G·seed_batch seeds per device; host ≈ the records (see
@@ -133,16 +141,22 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
   def compiled(key, what, make, *args):
     if key not in programs:
       begin = time.perf_counter()
-      lowered = make().lower(*args)
-      if n_dev > 1 and mesh.devices.flat[0].platform == "cpu":
-        calls = sorted(set(re.findall(r"@(lapack_\w+)", lowered.as_text())))
-        if calls:
-          raise NeedsOneDevice(calls)
-      programs[key] = lowered.compile()
+      _COMPILING.append(what)
+      try:
+        lowered = make().lower(*args)
+        if n_dev > 1 and mesh.devices.flat[0].platform == "cpu":
+          calls = sorted(set(re.findall(r"@(lapack_\w+)", lowered.as_text())))
+          if calls:
+            raise NeedsOneDevice(calls)
+        programs[key] = lowered.compile()
+      finally:
+        _COMPILING.pop()
       seconds = time.perf_counter() - begin
       stats["compile_seconds"] += seconds
       compiles.append((what, seconds))
       bar.compiled(what, seconds)
+      if stop is not None and stop():       # asked while XLA compiled: stop before running it
+        raise _Stopped
     return programs[key]
 
   try:
@@ -183,9 +197,24 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
         if stop is not None and stop() and not (last and u == len(units) - 1):
           return Outcome(recorder, stats, compiles, False)
       u, t_done = u + 1, 0
+  except _Stopped:
+    return Outcome(recorder, stats, compiles, False)
   finally:
     bar.close()
   return Outcome(recorder, stats, compiles, True)
+
+
+_COMPILING: list[str] = []       # what the drivers of this process are compiling now
+
+
+def compiling() -> bool:
+  """Whether a driver is lowering or compiling a program now (a Ctrl-C handler may then stop
+  at once: nothing since the last checkpoint would be lost)."""
+  return bool(_COMPILING)
+
+
+class _Stopped(Exception):
+  """`stop()` said True after a compile: the run ends before the compiled program runs."""
 
 
 _NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid field is numeric
@@ -211,12 +240,13 @@ def _functions(build, fixed, batch, mesh):
   if mesh is None:
     return init, chunk
   sharded = P(None, "seed")
-  init_s = jax.shard_map(init, mesh=mesh, in_specs=(P(), P("seed")), out_specs=sharded)
+  init_s = jax.shard_map(init, mesh=mesh, in_specs=(P(), P("seed")), out_specs=sharded,
+                         check_vma=False)
 
   def chunk_s(points, seeds, carry, t0, length):
     return jax.shard_map(lambda h, s, x, t: chunk(h, s, x, t, length), mesh=mesh,
                          in_specs=(P(), P("seed"), sharded, P()),
-                         out_specs=(sharded, sharded))(points, seeds, carry, t0)
+                         out_specs=(sharded, sharded), check_vma=False)(points, seeds, carry, t0)
   return init_s, chunk_s
 
 

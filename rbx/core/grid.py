@@ -3,6 +3,11 @@
 Numeric grid fields become traced arrays (one flat axis of all their combinations, vmapped);
 the others — names, sizes, anything in `static` — are looped over in Python, one compiled
 program per combination. `Grid.arrange` puts results back in the fields' order.
+
+A grid may also be a list of such grids, each swept on its own (per-agent grids: Algorithm 1
+alone beside ε-greedy at each ε). `expand` turns it into the one static field "run" whose
+values label every point of every sub-grid ("agent=eps_greedy, epsilon=0.05"), so the
+results have the axes ("run", "seed", "step") and no cell that was not run.
 """
 from __future__ import annotations
 
@@ -16,13 +21,11 @@ from rbx import _checks
 
 
 def seed_list(seeds: int | Sequence[int]) -> np.ndarray:
-  """`seeds` as an int array: n means seeds 0..n-1."""
-  if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-    return np.arange(_checks.positive_int("seeds", seeds))
-  arr = np.asarray(list(seeds))
-  if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
-    raise ValueError(f"seeds must be a positive int or a non-empty list of ints, got {seeds!r}")
-  return arr
+  """`seeds` as an int array: n means seeds 0..n-1 (`rbx._checks.num_seeds` checks it)."""
+  n = _checks.num_seeds(seeds)
+  if isinstance(seeds, (int, np.integer)):
+    return np.arange(n)
+  return np.asarray(seeds, dtype=np.int64)
 
 
 class Grid:
@@ -39,10 +42,7 @@ class Grid:
     self.fields = tuple(grid)
     self.values = {}
     for f in self.fields:
-      v = list(grid[f])
-      if not v:
-        raise ValueError(f"grid field {f!r} has no values")
-      self.values[f] = v
+      self.values[f] = _checks.grid_values(f"grid.{f}", grid[f])
     self.static = tuple(f for f in self.fields
                         if f in static or not all(is_number(x) for x in self.values[f]))
     self.numeric = tuple(f for f in self.fields if f not in self.static)
@@ -83,6 +83,42 @@ class Grid:
   def coords(self) -> dict[str, np.ndarray]:
     """Field -> its values as an array (the results' coordinates)."""
     return {f: np.asarray(self.values[f]) for f in self.fields}
+
+
+RUN = "run"
+
+
+def expand(build, grid, static):
+  """(build, grid, static) of a sweep whose grid may be a list of sub-grids (module
+  docstring): unchanged for a table; for a list, `build(run=label)` calls the given build
+  with that run's point, the grid is {"run": labels} and "run" is static.
+
+  Raises:
+    ValueError: a grid that is neither a table of lists nor a non-empty list of them, a bad
+      sub-grid, or a point in two sub-grids.
+  """
+  if isinstance(grid, Mapping):
+    return build, grid, static
+  if isinstance(grid, (str, bytes)) or not isinstance(grid, Sequence) or not grid:
+    raise ValueError("grid must be a table (field -> list of values) or a non-empty list of "
+                     f"them, got {grid!r}")
+  table = runs(grid)
+  return (None if build is None else lambda **point: build(**table[point[RUN]]),
+          {RUN: list(table)}, (RUN,))
+
+
+def runs(grids: Sequence[Mapping[str, Sequence[Any]]]) -> dict[str, dict[str, Any]]:
+  """Label -> point of every point of every sub-grid of `grids`, in order (see `expand`)."""
+  out = {}
+  for i, sub in enumerate(grids):
+    if not isinstance(sub, Mapping):
+      raise ValueError(f"grid[{i}] must be a table (field -> list of values), got {sub!r}")
+    for point in Grid(sub).each():
+      label = ", ".join(f"{k}={_checks.plain(v)}" for k, v in point.items()) or "defaults"
+      if label in out:
+        raise ValueError(f"grid[{i}] repeats the run {label!r} of an earlier sub-grid")
+      out[label] = point
+  return out
 
 
 def select(array: np.ndarray, axes: Sequence[str], coords: Mapping[str, np.ndarray],

@@ -8,14 +8,20 @@ when stderr is a terminal or in a Jupyter kernel, only once the sweep has run `A
 seconds, without the compile lines. In a Jupyter kernel the bar is tqdm's widget when
 ipywidgets is importable and the text bar otherwise (chosen here, so tqdm.auto's
 `TqdmWarning: IProgress not found` never appears).
+
+Where stderr is not a terminal (a log file, a batch job's output) a shown bar writes plain
+lines — tqdm's text at most every `PLAIN_INTERVAL` seconds and at the end — instead of
+redrawing itself with carriage returns.
 """
 from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 
 AUTO_DELAY = 3.0        # seconds before the bar of progress=None appears
 AUTO_CHUNKS = 20        # about how often a shown bar of an unchunked sweep moves
+PLAIN_INTERVAL = 10.0   # seconds between the plain lines written where stderr is not a terminal
 
 
 def shown(progress: bool | None) -> bool:
@@ -56,27 +62,54 @@ class Progress:
     self.enabled = shown(enabled)
     self.notes = enabled is not None
     self.file = file or sys.stderr
+    self.plain = (self.enabled and not in_notebook()
+                  and not getattr(self.file, "isatty", lambda: False)())
+    self.last_line, self.printed = time.monotonic(), done
     self.bar = bar_class()(total=total, initial=done, unit="seed-step", unit_scale=True,
-                           smoothing=0.1, disable=not self.enabled, file=self.file,
-                           dynamic_ncols=True, delay=0.0 if self.notes else AUTO_DELAY)
+                           smoothing=0.1, disable=not self.enabled,
+                           file=_Discard() if self.plain else self.file,
+                           ncols=100 if self.plain else None, dynamic_ncols=not self.plain,
+                           delay=0.0 if self.notes else AUTO_DELAY)
 
   def compiled(self, what: str, seconds: float) -> None:
     """Reports a finished compile of `what` and how long it took."""
     if self.enabled:
       if self.notes:
-        self.bar.write(f"compiled {what} in {seconds:.1f}s", file=self.file)
+        self.note(f"compiled {what} in {seconds:.1f}s")
       self.bar.unpause()
 
   def advance(self, seed_steps: int, where: str) -> None:
     """Counts `seed_steps` more as done; `where` describes the position."""
     self.bar.update(seed_steps)
     self.bar.set_postfix_str(where, refresh=False)
+    if self.plain and (time.monotonic() - self.last_line >= PLAIN_INTERVAL
+                       or self.bar.n >= self.bar.total):
+      self._line()
 
   def note(self, text: str) -> None:
     """Prints `text` above the bar."""
     if self.enabled:
-      self.bar.write(text, file=self.file)
+      if self.plain:
+        print(text, file=self.file, flush=True)
+      else:
+        self.bar.write(text, file=self.file)
 
   def close(self) -> None:
-    """Closes the bar."""
+    """Closes the bar (a plain bar writes its last line, if it moved since)."""
+    if self.plain and self.bar.n > self.printed:
+      self._line()
     self.bar.close()
+
+  def _line(self) -> None:
+    print(str(self.bar), file=self.file, flush=True)
+    self.printed, self.last_line = self.bar.n, time.monotonic()
+
+
+class _Discard:
+  """A stream that drops what tqdm writes (a plain bar prints its own lines)."""
+
+  def write(self, text: str) -> None:
+    """Drops `text`."""
+
+  def flush(self) -> None:
+    """Nothing to flush."""

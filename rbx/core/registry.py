@@ -7,6 +7,15 @@ A `Param` says what a parameter is: its kind ("real", "int", "str", "bool", "vec
 traced (a real scalar: vmapped over in one program), and its allowed values or range. A
 `Family` holds name -> `Entry` for environments and agents; adding an agent is one function
 plus one `family.agent(name, make, params)` call.
+
+One parameter rule for Python and TOML: a parameter goes to whichever of the environment and
+the agent declare it and is ignored by the others; a name that none of them declares is a
+`ValueError` naming it, the allowed names and the nearest one. In a TOML config "them" are the
+config's environment and agents (`rbx.config`); in Python, `Family.get_agent` (`rlhf.get`,
+`neural.get`) does not know the environment, so it is every agent and environment of the
+family: `rlhf.get(name, alpha=3.0)` gives α to the agents that take one (algorithm1, xpo, ...)
+and builds the others (online_dpo, greedy, an agent of one's own) without it. Values are
+checked by their declaration (`Param.check`) in both.
 """
 from __future__ import annotations
 
@@ -14,6 +23,9 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
 
 from rbx import _checks
 
@@ -50,23 +62,30 @@ class Param:
       object.__setattr__(self, "static", self.kind != REAL)
 
   def check(self, field: str, value) -> Any:
-    """`value` if it is of this kind and in range; ValueError naming `field` otherwise."""
+    """`value` if it is of this kind and in range; ValueError naming `field` otherwise.
+
+    TOML gives plain values; from Python a real may also be a numeric array or a traced one
+    (a swept grid field; its range is checked where it is concrete) or a callable (an α
+    schedule, `rbx.schedules`), an integer a NumPy integer, a vector an array, and a table a
+    NamedTuple (e.g. `rbx.rlhf.SolverConfig`)."""
     if value is None and self.optional:
       return value
     ok = {
-        REAL: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-        INT: lambda v: isinstance(v, int) and not isinstance(v, bool),
+        REAL: lambda v: _is_number(v) or _is_numeric_array(v) or callable(v),
+        INT: lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool),
         STR: lambda v: isinstance(v, str),
-        BOOL: lambda v: isinstance(v, bool),
-        VECTOR: lambda v: _is_vector(v),
-        TABLE: lambda v: isinstance(v, Mapping),
+        BOOL: lambda v: isinstance(v, (bool, np.bool_)),
+        VECTOR: lambda v: _is_vector(v) or _is_numeric_array(v),
+        TABLE: lambda v: isinstance(v, Mapping) or hasattr(v, "_fields"),
     }[self.kind]
     if not ok(value):
       raise ValueError(f"{field} must be {_KIND_NAMES[self.kind]}, got {value!r}")
     if self.choices is not None:
       _checks.choice(field, value, self.choices)
-    if self.kind in (REAL, INT):
-      if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+    if self.kind in (REAL, INT) and not callable(value) and _checks.is_concrete(value):
+      v = np.asarray(value, dtype=float)
+      if ((self.low is not None and (v < self.low).any())
+          or (self.high is not None and (v > self.high).any())):
         raise ValueError(f"{field} must lie in [{_bound(self.low, '-inf')}, "
                          f"{_bound(self.high, 'inf')}], got {value!r}")
     return value
@@ -121,6 +140,13 @@ class Entry:
         if k in self.params and p.default is not inspect.Parameter.empty:
           out[k] = p.default
     return out
+
+  def takes(self, key: str) -> bool:
+    """Whether `make` (or a forward) takes the keyword `key` (a declared parameter it does
+    not take is one the family's `prepare` turns into others, e.g. an RLHF schedule's)."""
+    sigs = [inspect.signature(f).parameters for f in (self.make, *self.forwards)]
+    return any(key in p for p in sigs) or (not self.forwards and any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in sigs[0].values()))
 
   def check(self, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """`params` checked against the declaration (names with "did you mean", kinds, ranges)."""
@@ -177,8 +203,36 @@ class Family:
     return make
 
   def get_agent(self, name: str, **params):
-    """Agent `name` built from `params` (the "did you mean" error for an unknown name)."""
-    return self.agents[_checks.choice("agent", name, self.agents)].make(**params)
+    """Agent `name` built from `params` by the module docstring's rule: the ones it declares
+    are checked (`Param.check`) and passed, those only other agents or environments of the
+    family declare are ignored, any other name is a ValueError with the nearest names.
+
+    Raises:
+      ValueError: an unknown agent or parameter, a value of the wrong kind or out of range,
+        or a parameter that only configs take (e.g. an RLHF `schedule`; in Python pass
+        `alpha=rbx.schedules.<name>(...)`).
+    """
+    entry = self.agents[_checks.choice("agent", name, self.agents)]
+    known = self.param_names()
+    for key, value in params.items():
+      if key in entry.params:
+        if not entry.takes(key):
+          raise ValueError(f"{key}= is a config parameter of {self.name} agent {name!r} that its "
+                           f"constructor does not take; from Python it takes "
+                           f"{[k for k in entry.params if entry.takes(k)]}"
+                           + (" (an α schedule: alpha=rbx.schedules.<name>(...))"
+                              if "alpha" in entry.params else ""))
+        entry.params[key].check(key, value)
+      elif key not in known:
+        near = _checks.did_you_mean(key, entry.params) or _checks.did_you_mean(key, known)
+        raise ValueError(f"{key}={value!r} is not a parameter of {self.name} agent {name!r}, "
+                         f"which takes {list(entry.params)}, nor of any other {self.name} agent "
+                         f"or environment{near}")
+    return entry.make(**{k: v for k, v in params.items() if k in entry.params})
+
+  def param_names(self) -> set[str]:
+    """Every parameter name that some environment or agent of the family declares."""
+    return {k for e in (*self.envs.values(), *self.agents.values()) for k in e.params}
 
   def static_names(self) -> set[str]:
     """Every parameter name that some environment or agent of the family declares static."""
@@ -205,6 +259,19 @@ def family(name: str, **kwargs) -> Family:
 def get(name: str) -> Family:
   """The registered family `name` (the "did you mean" error for an unknown one)."""
   return FAMILIES[_checks.choice("family", name, FAMILIES)]
+
+
+def _is_number(v) -> bool:
+  return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def _is_numeric_array(v) -> bool:
+  """A NumPy or JAX array (or tracer) of numbers."""
+  dtype = getattr(v, "dtype", None)
+  try:
+    return hasattr(v, "shape") and dtype is not None and bool(jnp.issubdtype(dtype, jnp.number))
+  except TypeError:                          # e.g. a PRNG key array's dtype
+    return False
 
 
 def _is_vector(v) -> bool:

@@ -1,9 +1,9 @@
 """`rbx report DIR`: a Markdown summary of a run — what ran, where and how fast, R(T) per
 grid point with its 95% CI (clipped at 0) and quantiles, the regret exponents, and the plots (`rbx.core.plots`).
 
-An interrupted run (no results yet, a checkpoint) is reported from its newest checkpoint as
-far as it got (`load`, `partial`), labelled "partial: step t of T". The report and plots go
-into the run directory, or `out` (for a read-only run directory).
+An interrupted run, or one still running (no results yet, a checkpoint), is reported from its
+newest checkpoint as far as it got (`load`, `partial`), labelled "partial: step t of T". The
+report and plots go into the run directory, or `out` (for a read-only run directory).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from rbx import config as config_lib
 from rbx import experiment
 from rbx.core import checkpoint, plots, registry, rundir
 from rbx.core import results as results_lib
-from rbx.core.grid import Grid
+from rbx.core.grid import Grid, expand
 from rbx.core.record import Recorder
 
 REPORT = "report.md"
@@ -41,8 +41,8 @@ def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
 
 
 def load(directory: str | os.PathLike) -> results_lib.Results:
-  """The run's results: the finished run's (`rbx.core.results.load`), or an interrupted
-  run's so far, from its newest good checkpoint (`partial`).
+  """The run's results: the finished run's (`rbx.core.results.load`), or an interrupted or
+  running run's so far, from its newest good checkpoint (`partial`).
 
   Raises:
     FileNotFoundError: no results and nothing to report, saying why (`rundir.describe`:
@@ -55,7 +55,8 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   path = experiment._checkpoint_path(directory)
   meta_path = directory / results_lib.METADATA
   status = results_lib.read_json(meta_path).get("status") if meta_path.is_file() else None
-  if status != rundir.INTERRUPTED or not (path.exists() or checkpoint.previous(path).exists()):
+  if (status not in (rundir.INTERRUPTED, rundir.RUNNING)
+      or not (path.exists() or checkpoint.previous(path).exists())):
     raise FileNotFoundError(rundir.describe(directory))
   text = (directory / results_lib.CONFIG).read_text()
   config = config_lib.loads(text, out=str(directory))
@@ -63,7 +64,7 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   if meta["digest"] != config.digest():
     raise checkpoint.CheckpointError(f"{path} was written by a different config than "
                                      f"{directory / results_lib.CONFIG}")
-  grid = Grid(config.grid, static=config.static())
+  grid = Grid(*expand(None, config.grid, config.static())[1:])
   recorder = Recorder(config.record, config.steps,
                       (len(grid.combos()), grid.num_points, config.seeds.size), config.log_points)
   recorder.restore({"data": arrays["records.data"], "cum": arrays["records.cum"]})
@@ -127,15 +128,18 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
   partial_text = plots.partial_label(res)
   lines = [f"# {title}" + (f" ({partial_text})" if partial_text else ""), ""]
   if partial_text:
-    lines += [f"**Partial results** ({partial_text}): the run stopped before the end; below are "
+    going = meta.get("status") == rundir.RUNNING
+    lines += [f"**Partial results** ({partial_text}): the run "
+              + ("is still running" if going else "stopped before the end") + "; below are "
               "its newest checkpoint's records up to that step (grid points not started: "
-              "\"not run yet\"). Continue it with `rbx run --resume DIR`.", ""]
+              "\"not run yet\")." + ("" if going else " Continue it with `rbx run --resume DIR`."),
+              ""]
   env = dict(config.get("env", {}))
   lines += [
       f"- family `{config.get('family', '?')}`, environment `{env.pop('name', '?')}`"
       + (f" ({_args(env)})" if env else "")
       + (f", agent settings ({_args(config['agent'])})" if config.get("agent") else ""),
-      f"- grid {_args(config.get('grid', {})) or '(none)'}; {res.cumulative.shape[-2]} seeds,"
+      f"- grid {_grid_args(config.get('grid', {}))}; {res.cumulative.shape[-2]} seeds,"
       f" T = {config.get('steps') or int(res.coords['step'][-1])}, record "
       f"`{sizes.get('record', '?')}`",
   ]
@@ -226,6 +230,13 @@ def _effective(effective: dict, config: dict) -> str:
 def _values(table: dict) -> str:
   return ", ".join(f"{k} = ({_values(v)})" if isinstance(v, dict) else f"{k} = {v}"
                    for k, v in table.items())
+
+
+def _grid_args(grid: dict | list) -> str:
+  """[grid] as "beta = [0.1, 0.5]", or each [[grid]] in parentheses; "(none)" when empty."""
+  if isinstance(grid, list):
+    return "; ".join(f"({_args(g)})" for g in grid)
+  return _args(grid) or "(none)"
 
 
 def _args(table: dict) -> str:

@@ -96,7 +96,8 @@ def describe(directory: str | os.PathLike) -> str:
   if status == RUNNING:
     held = [h for h in map(holder, sorted(directory.glob("run*.lock"))) if h is not None]
     if held:
-      return f"{directory} is still being run by {_who(held[0])}"
+      return (f"{directory} is still being run by {_who(held[0])} and has written no "
+              "checkpoint yet: nothing to report until its first chunk ends")
     return (f"{directory} stopped without recording why (its status is still 'running' but no "
             f"process holds its lock: it was killed, e.g. by SIGKILL or the out-of-memory "
             f"killer){resume}")

@@ -23,12 +23,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
-import numpy as np
 
 from rbx import _checks
 from rbx.core import devices as devices_lib
 from rbx.core import driver, memory, protocol, registry
 from rbx.core import progress as progress_lib
+from rbx.core import grid as grid_lib
 from rbx.core.grid import Grid, seed_list
 from rbx.core.record import RECORDS, recorded_steps
 from rbx.core.results import Results, from_records
@@ -48,7 +48,9 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     build: `build(**point) -> (env, agent)`; numeric grid fields arrive traced, so build
       from them with the library's constructors (e.g.
       `lambda beta, alpha: (rlhf.example2(100, beta, 6.0), rlhf.algorithm1(alpha))`).
-    grid: field -> values; their Cartesian product is swept ({} for one point).
+    grid: field -> values; their Cartesian product is swept ({} for one point). Or a list of
+      such grids, each swept on its own (per-agent grids, `rbx.core.grid.expand`): the
+      results' grid axis is then "run", labelled by each run's fields.
     seeds: n (seeds 0..n−1) or a list of seeds; seed s uses `jax.random.key(s)`.
     steps: T, steps per run.
     static: fields looped over in Python; default: the fields the family declares static.
@@ -74,7 +76,8 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
       anything compiles or is allocated.
   """
   steps = _checks.positive_int("steps", steps)
-  num_seeds = _num_seeds(seeds)
+  num_seeds = _checks.num_seeds(seeds)
+  build, grid, static = grid_lib.expand(build, grid, static)
   plan, family, envs = _plan(build, grid, steps, static)
   if seed_batch is None:
     seed_batch = family.grid_seed_batch(envs) if family is not None else 64
@@ -131,6 +134,7 @@ def check_memory(build, grid, seeds: int, steps: int, *, static: Sequence[str],
   options = driver.Options(chunk=chunk, record=record, log_points=log_points,
                            seed_batch=_checks.positive_int("seed_batch", seed_batch),
                            seed_block=seed_block)
+  build, grid, static = grid_lib.expand(build, grid, static)
   return _check_memory(_driver_sweep(build, grid, None, steps, static), options,
                        _checks.positive_int("seeds", seeds),
                        devices_lib.seed_mesh(devices, math.ceil(seeds / jax.process_count())),
@@ -156,13 +160,6 @@ def _check_memory(plan: driver.Sweep, options: driver.Options, num_seeds: int, m
   return need
 
 
-def _num_seeds(seeds) -> int:
-  """How many seeds `seeds` (n or a list) names, without making n seeds' array."""
-  if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-    return _checks.positive_int("seeds", seeds)
-  return seed_list(seeds).size
-
-
 def _driver_sweep(build, grid, seeds, steps, static) -> driver.Sweep:
   return driver.Sweep(lambda hp: protocol.pair(*build(**hp), steps), Grid(grid, static=static),
                       seeds, steps)
@@ -171,6 +168,7 @@ def _driver_sweep(build, grid, seeds, steps, static) -> driver.Sweep:
 def state_bytes(build, grid, steps: int, static: Sequence[str]) -> int:
   """Bytes of carried state per seed and grid point (the largest static combination's; the
   grid is not validated again)."""
+  build, grid, static = grid_lib.expand(build, grid, static)
   return _state_bytes(_driver_sweep(build, grid, None, steps, static))
 
 
@@ -206,6 +204,13 @@ def _built(build, point: dict[str, Any]):
   if missing:
     raise ValueError(f"env must be an rbx environment (spec, reset, observe, feedback; e.g. "
                      f"rbx.rlhf.example1(), rbx.neural.synthetic()), got {type(env).__name__}")
+  family = family_of(env)
+  others = [f.name for f in registry.FAMILIES.values()
+            if f is not family and agent.name in f.agents]
+  if family is not None and agent.name not in family.agents and others:
+    raise ValueError(f"agent {agent.name!r} is of family {others[0]!r} and env "
+                     f"({type(env).__name__}) of family {family.name!r}, whose agents are "
+                     f"{list(family.agents)}")
   return env, agent
 
 

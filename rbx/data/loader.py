@@ -135,8 +135,10 @@ def find(name_or_path: str | os.PathLike, data_dir: str | os.PathLike | None = N
   hint = _checks.did_you_mean(given.name, present + list(openml.DATASETS))
   if hint and given.name not in openml.DATASETS:
     raise FileNotFoundError(f"data set {given.name!r} not found in {root}{hint}")
+  near = _checks.did_you_mean(given.name, present)
   raise FileNotFoundError(
-      f"data set {given.name!r} not found: looked for {', '.join(str(p) for p in tried)}. Put a"
+      f"data set {given.name!r} not found: looked for {', '.join(str(p) for p in tried)}"
+      + (f"{near}; the data directory holds {present}" if near else "") + ". Put a"
       f" gzip CSV with a 'label' column there, pass data_dir= (or set {ENV_VAR}), or run"
       f" `rbx data download {given.name}`")
 

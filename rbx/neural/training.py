@@ -280,10 +280,8 @@ def reference_fit(theta: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
     return (th, os, updates + 1, passes + end, jnp.where(end, 0, i),
             jnp.where(end, 0.0, total), done)
 
-  # The counters start from the buffer's count, not from constants: under `shard_map` (the
-  # sweep's seed axis over several devices) they must vary over the seeds like the body's.
-  zero = n * 0
-  carry = (theta, opt.init(theta), zero, zero, zero, n_f * 0.0, n < 0)
+  zero = jnp.zeros((), jnp.int32)
+  carry = (theta, opt.init(theta), zero, zero, zero, jnp.zeros(()), jnp.zeros((), bool))
   th, os, updates, passes, *_ = jax.lax.while_loop(cond, body, carry)
   return ReferenceFit(th, os, updates, passes)
 
@@ -309,11 +307,9 @@ def history(theta: Params, buf: buffer_lib.Buffer, lik: likelihoods.Likelihood, 
     return total + value, Params(sums.W1.at[block].add(g.W1),
                                  jax.tree.map(jnp.add, sums.hidden, g.hidden), sums.w + g.w)
 
-  # chunk 0 starts the sums (it is all zero-weight rows in an empty buffer), so that they
-  # vary over a `shard_map`'s axes exactly as θ and the buffer do
   zero = jnp.zeros(())
-  first = body(0, (zero, jax.tree.map(jnp.zeros_like, theta)) if grad else zero)
-  return jax.lax.fori_loop(1, buffer_lib.num_chunks(buf), body, first)
+  return jax.lax.fori_loop(0, buffer_lib.num_chunks(buf), body,
+                           (zero, jax.tree.map(jnp.zeros_like, theta)) if grad else zero)
 
 
 def penalty(theta: Params, theta0: Params, lam) -> chex.Array:

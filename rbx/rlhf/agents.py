@@ -42,7 +42,6 @@ weight α_t ρ(x).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import chex

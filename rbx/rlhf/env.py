@@ -16,7 +16,6 @@ from typing import NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from rbx import _checks
 from rbx.rlhf import objectives

@@ -182,6 +182,7 @@ def test_ctrl_c_stops_after_a_chunk_and_bad_checkpoints_are_reported(reference, 
 
 def test_run_refuses_a_directory_that_holds_a_run(reference):
   cfg, ref = reference
-  with pytest.raises(FileExistsError, match="already holds a run"):
+  with pytest.raises(FileExistsError,
+                     match="already holds a complete run: run it again with --overwrite"):
     experiment.run(config.load(cfg, out=str(Path(ref.metadata and cfg.parent / "ref"))),
                    progress=False)

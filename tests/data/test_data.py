@@ -115,6 +115,10 @@ def test_missing_data_set_says_where_and_how(tmp_path):
   assert str(tmp_path / "covertype.csv.gz") in str(e.value)
   with pytest.raises(FileNotFoundError, match="does not exist"):
     data.load(tmp_path / "nope.csv.gz")
+  (tmp_path / "mnist5k.csv").write_text("x,label\n1,0\n")
+  with pytest.raises(FileNotFoundError, match=r"\(did you mean 'mnist5k'\?\).*rbx data download "
+                     "mnist"):                  # a downloadable name beside a local near-miss
+    data.load("mnist", data_dir=tmp_path)
 
 
 def test_write_csv_round_trips(tmp_path):

@@ -65,7 +65,7 @@ def test_sweep_validates_every_grid_point_before_compiling():
   with pytest.raises(ValueError, match="beta"):
     rlhf.sweep(build, {"beta": [0.5, -0.5]}, seeds=2, steps=5)
   assert calls == [0.5, -0.5]                      # concrete calls only: nothing was traced
-  with pytest.raises(ValueError, match="no values"):
+  with pytest.raises(ValueError, match=r"grid.beta must be a non-empty list of values"):
     rlhf.sweep(build, {"beta": []}, seeds=2, steps=5)
   with pytest.raises(ValueError, match="seeds"):
     rlhf.sweep(build, {"beta": [0.5]}, seeds=0, steps=5)
