@@ -68,6 +68,14 @@ from rbx.rlhf import objectives, policies
 from rbx.rlhf.env import Prompt, Query
 
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
+L2 = 1.0
+"""The default λ of the ℓ2 penalty toward θ_ref (module docstring)."""
+
+
+def _keys(key: chex.PRNGKey) -> chex.Array:
+  """The round's three keys: a1's, a2's and the calibration draws'. `act` and `update` receive
+  the same key (`rbx.core.protocol.pair`), so both split it here and each uses its own."""
+  return jax.random.split(key, 3)
 
 
 class PracticalState(NamedTuple):
@@ -104,10 +112,17 @@ def implicit_J_star(log_pi: chex.Array, log_ref: chex.Array, pi_cal: chex.Array,
 
 
 def clip_to_box(log_pi: chex.Array, log_ref: chex.Array, beta, r_max) -> chex.Array:
-  """log π_{r̄} with r̄ = max(r_θ, max_a r_θ − r_max) per prompt: the implicit reward's range
-  clipped to r_max (the box [0, r_max], up to a shift), renormalised by (2.4); (X, A)."""
+  """log π_{r̄} with r̄ = h tanh((r_θ − c)/h), h = r_max/2, c = mean_a r_θ per prompt; (X, A).
+
+  A smooth increasing map of the implicit reward onto rewards of range < r_max — the paper's
+  box [0, r_max]^A up to the per-prompt shift nothing sees (every such r̄ is reached) —
+  renormalised by (2.4). Its derivative is positive everywhere, so no entry loses its
+  gradient (a floor max(r, max r − r_max) zeroes the clipped entries' gradients and stalls
+  descent at points that are not KKT points of the boxed problem).
+  """
   r = implicit_reward(log_pi, log_ref, beta)
-  r = jnp.maximum(r, jnp.max(r, axis=-1, keepdims=True) - r_max)
+  h = 0.5 * r_max
+  r = h * jnp.tanh((r - jnp.mean(r, axis=-1, keepdims=True)) / h)
   return jax.nn.log_softmax(log_ref + r / beta, axis=-1)
 
 
@@ -144,7 +159,7 @@ def loss(log_pi: chex.Array, log_ref: chex.Array, wins: chex.Array, beta, alpha,
 
 
 def online_dpo(policy: str = "tabular", optimizer: str = "adam", learning_rate=0.1,
-               train_steps: int = 20, clip: bool = False, pi_init=None) -> Agent:
+               train_steps: int = 20, clip: bool = False, pi_init=None, l2=L2) -> Agent:
   """Online DPO (α = 0): a1, a2 ~ π^(t), `train_steps` optax steps on DPO(θ; D^(t)) per
   round; the no-exploration control (the practical `rbx.rlhf.greedy`).
 
@@ -152,37 +167,38 @@ def online_dpo(policy: str = "tabular", optimizer: str = "adam", learning_rate=0
     policy: "tabular" or "loglinear" (`rbx.rlhf.policies`).
     optimizer: "adam" or "sgd" (optax), with `learning_rate` (traced: it can be swept).
     train_steps: optimiser steps per round.
-    clip: clip the implicit reward to the box (`clip_to_box`).
+    clip: bound the implicit reward to the box, smoothly (`clip_to_box`).
     pi_init: π^(1) of the tabular policy, (A,) or (X, A); default π_ref.
+    l2: λ ≥ 0 of the penalty (λ/2)‖θ − θ_ref‖² (module docstring: why it is on by default).
   """
   return _make("online_dpo", 0.0, "current", "current", "ref", None, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, None)
+               learning_rate, train_steps, clip, pi_init, None, None, l2)
 
 
 def xpo(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-        cal_samples: int | None = 0, clip: bool = False, pi_init=None) -> Agent:
+        cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2) -> Agent:
   """XPO's loss (Xie et al. 2025; TRL's XPOTrainer): a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref.
 
   TRL's `alpha` is α β here. `cal_samples`: 0 estimates E_{π_ref} by the round's a2 (TRL's
   y_ref), k ≥ 1 by k fresh draws at x_t, None exactly. Other arguments as `online_dpo`.
   """
   return _make("xpo", alpha, "current", "ref", "ref", cal_samples, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, None)
+               learning_rate, train_steps, clip, pi_init, None, None, l2)
 
 
 def selm(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
          optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-         cal_samples: int | None = 0, clip: bool = False, pi_init=None) -> Agent:
+         cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2) -> Agent:
   """SELM's loss (Zhang et al. 2025, `optimistic_dpo_loss`): the same as `xpo` in this model
   (SELM's α is this α)."""
   return xpo(alpha, policy, optimizer, learning_rate, train_steps, cal_samples, clip,
-             pi_init)._replace(name="selm")
+             pi_init, l2)._replace(name="selm")
 
 
 def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tabular",
         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-        cal_samples: int | None = 1, clip: bool = False, pi_init=None) -> Agent:
+        cal_samples: int | None = 1, clip: bool = False, pi_init=None, l2=L2) -> Agent:
   """VPO's loss (Cen et al. 2025): a1, a2 ~ π^(t), a fixed calibration policy π_cal.
 
   `pi_cal` defaults to the task's (Example 1's (1 − 2p, p, p), else π_ref). Neither answer is
@@ -192,24 +208,24 @@ def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tab
     raise ValueError("cal_samples=0 estimates E_{π_cal} by the round's answer drawn from π_cal, "
                      "and VPO draws none from it: use cal_samples >= 1 or None (exact)")
   return _make("vpo", alpha, "current", "current", "fixed", cal_samples, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, pi_cal)
+               learning_rate, train_steps, clip, pi_init, None, pi_cal, l2)
 
 
 def algorithm1(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
                optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
                cal_samples: int | None = 0, clip: bool = False, pi_init=None,
-               pi_prev_init=None) -> Agent:
+               pi_prev_init=None, l2=L2) -> Agent:
   """Algorithm 1's loss: a1 ~ π^(t−1), a2 ~ π^(t), π_cal = π^(t) held fixed, α_t.
 
   `cal_samples`: 0 estimates E_{π^(t)} by the round's a2, k ≥ 1 by k fresh draws at x_t, None
   exactly. `pi_prev_init`: π^(0), default π^(1). Other arguments as `online_dpo`.
   """
   return _make("algorithm1", alpha, "prev", "current", "current", cal_samples, policy,
-               optimizer, learning_rate, train_steps, clip, pi_init, pi_prev_init, None)
+               optimizer, learning_rate, train_steps, clip, pi_init, pi_prev_init, None, l2)
 
 
 def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optimizer,
-          learning_rate, train_steps, clip, pi_init, pi_prev_init, pi_cal) -> Agent:
+          learning_rate, train_steps, clip, pi_init, pi_prev_init, pi_cal, l2) -> Agent:
   schedule = alpha if callable(alpha) else schedules.constant(alpha)
   make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
   if policy == "loglinear" and pi_init is not None:
@@ -218,6 +234,7 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
   opt = OPTIMIZERS[_checks.choice("optimizer", optimizer, OPTIMIZERS)](learning_rate)
   _checks.positive("learning_rate", learning_rate)
   _checks.positive_int("train_steps", train_steps)
+  _checks.positive("l2", l2, strict=False)
   if cal_samples is not None and (isinstance(cal_samples, bool) or not isinstance(cal_samples, int)
                                   or cal_samples < 0):
     raise ValueError(f"cal_samples must be None or an integer >= 0, got {cal_samples!r}")
@@ -241,7 +258,7 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
                           log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
 
   def act(key, state: PracticalState, obs: Prompt, task):
-    k1, k2 = jax.random.split(key)
+    k1, k2, _ = _keys(key)
     logs = {"prev": state.log_pi_prev, "current": state.log_pi, "ref": jnp.log(task.pi_ref)}
     a1 = jax.random.categorical(k1, logs[source1][obs.x])
     a2 = jax.random.categorical(k2, logs[source2][obs.x])
@@ -258,8 +275,7 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
     if cal_samples == 0:
       draws = query.a2[None]                       # the round's answer drawn from π_cal
     else:
-      draws = jax.random.categorical(jax.random.fold_in(key, 1), log_cal[obs.x],  # not act's keys
-                                     shape=(cal_samples,))
+      draws = jax.random.categorical(_keys(key)[2], log_cal[obs.x], shape=(cal_samples,))
     row = jnp.mean(jax.nn.one_hot(draws, A), axis=0)
     onehot = jax.nn.one_hot(obs.x, X)
     return onehot[:, None] * row[None], onehot
@@ -272,8 +288,12 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
     alpha_t = schedule(state.t)
     cal, weights = calibration_estimate(key, state, obs, query, task)
 
+    theta_ref = pol.reference(task)
+
     def objective(params):
-      return loss(deployed(params, task), log_ref, wins, task.beta, alpha_t, cal, weights)
+      prior = 0.5 * l2 * sum(jnp.sum(jnp.square(p - q)) for p, q in zip(
+          jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(theta_ref)))
+      return loss(deployed(params, task), log_ref, wins, task.beta, alpha_t, cal, weights) + prior
 
     def step(carry, _):
       params, opt_state = carry
