@@ -24,16 +24,54 @@ so the optimistic step (3.1a)/(3.2a), max_r ℓ(r, D) + α_t J*(r; π_cal), beco
 
     L(θ) = DPO(θ; D) + α_t β Ê_{x, a∼π_cal}[log π_θ(a|x)/π_ref(a|x)]          (`loss`),
 
-minimised by a fixed number of optax steps per round, warm-started from the previous round's
-θ (and optimiser state). π_cal is held fixed (not differentiated). The expectation Ê is exact
+and the agents minimise L(θ) + (λ/2)‖θ − θ_ref‖² (`l2` = λ, default 1; θ_ref: π_θ = π_ref)
+by a fixed number of optax steps per round, warm-started from the previous round's θ (and
+optimiser state). π_cal is held fixed (not differentiated). The expectation Ê is exact
 (`cal_samples=None`: Σ_x ρ(x) Σ_a π_cal(a|x) ·, which with the tabular policy is the exact
 agents' objective), or estimated at the round's prompt x_t from the round's own answer drawn
-from π_cal (`cal_samples=0`, what TRL and SELM do) or from k fresh draws (`cal_samples=k`).
+from π_cal (`cal_samples=0`, what TRL and SELM do) or from k fresh draws (`cal_samples=k`,
+with a key of their own: `act` and `update` receive the same key and split it the same way,
+`_keys`). In expectation over x_t ∼ ρ the sampled bonus is α_t J*: one unit of J* against
+ℓ summed over all of D^(t), as in (3.2a).
 
-Optionally (`clip=True`) the implicit reward is clipped to the paper's box: per prompt,
-r̄_θ = max(r_θ, max_a r_θ − r_max), whose range is ≤ r_max (the box [0, r_max]^A up to the
-shift that nothing sees), and the deployed policy is π_{r̄_θ} ∝ π_ref e^{r̄_θ/β} (`clip_to_box`);
-the identities above hold for it unchanged.
+**What the relaxation solves.** With λ = 0 and no box, L has no minimiser for α > 0: the
+bonus −α J*(r_θ) = α β Σ π_cal log π_θ/π_ref decreases without bound as a reward gap that the
+data do not pin down grows (raising an answer that never lost costs DPO nothing), so the
+result is set by learning rate × steps (3,000 Adam steps at t = 1 drive the gap past 100;
+`tests/rlhf/test_practical.py`). It is not "the exact step without the box": that problem
+has no solution. The ℓ2 term makes L coercive (|J*(r_θ)| grows at most linearly in θ, the
+penalty quadratically), so a minimiser exists: the step is the maximum a posteriori one
+under a Gaussian prior θ ∼ N(θ_ref, I/λ),
+
+    max_θ ℓ(r_θ, D) + α_t J*(r_θ; π_cal) − (λ/2)‖θ − θ_ref‖²,
+
+the practical counterpart of the paper's box (the prior's weight is fixed while ℓ grows with
+t, so its pull fades as the data grow). `clip=True` bounds the implicit reward to the box
+instead (or as well): per prompt r̄_θ = h tanh((r_θ − mean_a r_θ)/h) with h = r_max/2, a
+smooth increasing map onto rewards of range < r_max (the box [0, r_max]^A up to the shift
+that nothing sees), deployed as π_{r̄_θ} ∝ π_ref e^{r̄_θ/β} (`clip_to_box`; the identities above
+hold for it unchanged). It keeps every gradient, unlike a floor max(r, max r − r_max), which
+zeroes the clipped entries' and stalls; but the box is open, so with λ = 0 an optimum on its
+boundary (where the exact step's usually lies) is reached only as θ → ∞.
+
+**Why λ > 0 by default.** Measured on `random_contextual(key(7), 300 prompts, 8 answers,
+d = 6, β = 0.5, r_max = 4)` with the log-linear policy (16 seeds, T = 300): with λ = 0 one
+comparison is separable data, so its DPO loss has no minimiser and 20 Adam steps (each
+≈ learning rate per coordinate, whatever the gradient's size) take ‖θ‖ from 0 to 3.8
+(‖θ*‖ = 1.46) in a direction unrelated to θ*; π^(t) then puts ≈ 0.9 on one answer per prompt,
+on-policy pairs are ties (a1 = a2, no information) 80–95% of the time, the few comparisons
+stay separable and ‖θ‖ grows to ≈ 95 by t = 300: online DPO, VPO and Algorithm 1 end ≈ 4×
+farther from π* than π_ref is (regret 1.04–1.13 per step against 0.27 at t = 1). Only XPO
+learned (its a2 ∼ π_ref keeps the pairs distinct and the data non-separable). With λ = 1
+(the prior of `random_contextual`'s θ* ∼ N(0, I), before scaling) ‖θ‖ stays near ‖θ*‖ and
+all four learn (0.05–0.08 over the last 50 rounds). The same term fixes a stationary start:
+the bonus is stationary at θ^(t) (∇_r J*(r; π^(t)) = π_r − π^(t) = 0 at r = r^(t)), so after a
+tie at t = 1 Algorithm 1's exact-bonus loss has zero gradient at its start, a maximum in the
+bonus's directions, and Adam rescaled rounding noise (|∇| ≈ 1e-9) into full steps (π^(2) a
+point mass); with λ above the bonus's curvature there — α_t β λ_max(diag π^(t) − π^(t)π^(t)ᵀ)
+≤ α_t β/2 for the tabular policy, (α_t/β) λ_max(E_w Cov_{π^(t)} φ) for the log-linear one — the
+start is a strict minimum and π^(2) = π^(1). Larger α_t (e.g. Proposition 3's schedule) make it a saddle
+again, as the exact step's optimum then lies far from r^(t).
 
 **The schemes** (the answers as in `rbx.rlhf.agents`):
 
@@ -143,7 +181,7 @@ def loss(log_pi: chex.Array, log_ref: chex.Array, wins: chex.Array, beta, alpha,
          pi_cal: chex.Array, weights: chex.Array) -> chex.Array:
   """L(θ) = DPO(θ; D) − α Σ_x w(x) J*(r_θ(x); π_cal(x))
           = DPO(θ; D) + α β Σ_x w(x) Σ_a π_cal(a|x) log π_θ(a|x)/π_ref(a|x),
-  minus the objective (3.1a)/(3.2a) at r = r_θ (module docstring).
+  minus the objective (3.1a)/(3.2a) at r = r_θ (module docstring; the agents add the ℓ2 term).
 
   Args:
     log_pi, log_ref: log π_θ and log π_ref, (X, A).

@@ -70,7 +70,7 @@ def test_xpo_loss_is_trls_on_a_hand_computed_case():
     return -jax.nn.log_sigmoid(beta * logits) + alpha_trl * lp[1]
   env = rlhf.make_env([1.0, 0.0, 0.0], [.2, .4, .4], beta, 3.0)
   agent = practical.xpo(alpha_trl / beta, optimizer="sgd", learning_rate=0.1, train_steps=1,
-                        pi_init=[.5, .3, .2])
+                        pi_init=[.5, .3, .2], l2=0.0)
   state = agent.init(jax.random.key(0), env.spec, 10)
   query = Query(jnp.int32(0), jnp.int32(1), state.log_pi)
   new = agent.update(jax.random.key(0), state, Prompt(jnp.int32(0)), query, False, env.spec)
@@ -142,7 +142,7 @@ def test_tabular_policy_matches_the_exact_solver_agents_where_the_box_is_inactiv
   # the box is inactive where r's range is below r_max.
   x = int(obs.x)
   assert np.all(np.ptp(exact.r[:, x], axis=-1) < task.r_max - 0.01), "the box is active"
-  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1)
+  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1, l2=0.0)
   agents = [practical.algorithm1(alpha, cal_samples=None, **fit),
             practical.vpo(alpha, cal_samples=None, **fit),
             practical.xpo(alpha, cal_samples=None, **fit), practical.online_dpo(**fit)]
@@ -162,7 +162,7 @@ def test_each_exact_agent_matches_its_practical_scheme(prefilled, scheme):
   key, obs = jax.random.key(1), Prompt(jnp.int32(0))
   exact_agent = rlhf.greedy(pi_init=pi1) if scheme == "greedy" else rlhf.get(scheme, alpha=2.0,
                                                                              pi_init=pi1)
-  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1)
+  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1, l2=0.0)
   prac = (practical.online_dpo(**fit) if scheme == "greedy" else
           getattr(practical, scheme)(2.0, cal_samples=None, **fit))
   s_exact = exact_agent.init(key, task, 10)._replace(wins=wins)
@@ -221,6 +221,7 @@ def test_practical_agents_sweep_by_name_on_a_contextual_environment():
     (lambda: practical.xpo(optimizer="adamx"), "optimizer"),
     (lambda: practical.xpo(policy="linear"), "policy"),
     (lambda: practical.xpo(cal_samples=-1), "cal_samples"),
+    (lambda: practical.online_dpo(l2=-1.0), "l2"),
     (lambda: practical.vpo(cal_samples=0), "cal_samples"),
     (lambda: practical.xpo(policy="loglinear", pi_init=[.5, .5]), "pi_init"),
     (lambda: practical.algorithm1(alpha=-1.0), "alpha"),
@@ -235,11 +236,11 @@ def test_bad_input_is_a_value_error_naming_the_field(call, field):
 @pytest.mark.slow
 @pytest.mark.parametrize("example", ["example1", "example2"])
 def test_practical_vpo_and_xpo_losses_fail_as_propositions_1_and_2_say(example):
-  # The events of Propositions 1-2 for the practical losses (tabular policy, no box).
+  # The events of Propositions 1-2 for the practical losses (tabular policy, no box, λ = 0).
   env, agent, thr, bound, horizon = {
       "example1": (rlhf.example1(0.0, 0.5, 3.0), practical.vpo, 0.5, 4 / (9 * np.e), 201),
       "example2": (rlhf.example2(200.0, 1.0, 6.0), practical.xpo, 0.01, 1 / 64, 200)}[example]
-  res = rlhf.sweep(lambda alpha: (env, agent(alpha)), {"alpha": [0.1, 10.0]}, seeds=128,
+  res = rlhf.sweep(lambda alpha: (env, agent(alpha, l2=0.0)), {"alpha": [0.1, 10.0]}, seeds=128,
                    steps=horizon)
   stuck = (res.regret[..., 1:] >= thr).all(axis=-1).mean(axis=-1)
   assert np.all(stuck >= bound), stuck
@@ -365,3 +366,27 @@ def test_algorithm1_with_the_exact_bonus_does_not_collapse_at_a_tie():
   tie = Query(jnp.int32(0), jnp.int32(0), state.log_pi)
   new = jax.jit(agent.update)(jax.random.key(0), state, Prompt(jnp.int32(0)), tie, True, env.spec)
   np.testing.assert_allclose(np.exp(new.log_pi[0]), ONE_PROMPT["pi_ref"], atol=1e-4)
+
+
+@pytest.mark.slow
+def test_the_default_practical_agents_learn_on_a_contextual_instance():
+  # Issue 27: with λ = 0 on-policy pairs collapse (separable early data, ‖θ‖ → ∞, ties) and
+  # online DPO and Algorithm 1 end worse than π_ref (≈ 0.9 against 0.44 at t = 1 here); with
+  # the defaults every scheme ends well below π_ref's regret (≈ 0.08-0.13 over the last 20
+  # rounds, 8 seeds). Controls: π_ref (the regret at t = 1) and the λ = 0 online DPO.
+  env = rlhf.random_contextual(jax.random.key(7), 50, 8, 6, 0.5, 4.0, deviation=1.0)
+  S, T = 8, 100
+
+  def regret(name, **kw):
+    res = rlhf.sweep(lambda: (env, rlhf.get(name, policy="loglinear", **kw)), {}, seeds=S,
+                     steps=T, progress=False)
+    return np.asarray(res.regret).reshape(S, T)
+  control = regret("online_dpo", l2=0.0)
+  ref = control[:, 0].mean()
+  last = control[:, -20:].mean(axis=1)
+  assert last.mean() - 2 * last.std(ddof=1) / np.sqrt(S) > ref, (last.mean(), ref)
+  for name in ["online_dpo", "practical_vpo", "practical_xpo", "practical_algorithm1"]:
+    r = regret(name)
+    np.testing.assert_allclose(r[:, 0].mean(), ref, rtol=1e-5)     # t = 1: π^(1) = π_ref
+    last = r[:, -20:].mean(axis=1)
+    assert last.mean() + 2 * last.std(ddof=1) / np.sqrt(S) < 0.6 * ref, (name, last.mean(), ref)
