@@ -15,8 +15,9 @@ or μ that enters the worst-case schedules of Proposition 3 and Appendix E must 
 prompt the learner may be asked, so the contextual analogue is the worst case over the
 prompts of ρ's support (an expectation over ρ would not bound the per-prompt terms of the
 regret's proof, Appendix D). A contextual environment (`rbx.rlhf.contextual`) is read through
-its `base` preference environment, its linear r* per prompt. Everything is computed in log space with jax.numpy, so it works on traced environments (a
-sweep over Example 2's κ builds Proposition 3's schedule from each traced instance); the
+its `base` preference environment (its r* per prompt). Everything is computed in log space with
+jax.numpy, so it works on traced environments (a sweep over Example 2's κ builds Proposition
+3's schedule from each traced instance); the
 schedules `proposition3` and `appendix_e` take their κ and μ from here when a config or
 `rbx.rlhf.get` leaves them out.
 """

@@ -69,9 +69,9 @@ the bonus is stationary at θ^(t) (∇_r J*(r; π^(t)) = π_r − π^(t) = 0 at 
 tie at t = 1 Algorithm 1's exact-bonus loss has zero gradient at its start, a maximum in the
 bonus's directions, and Adam rescaled rounding noise (|∇| ≈ 1e-9) into full steps (π^(2) a
 point mass); with λ above the bonus's curvature there — α_t β λ_max(diag π^(t) − π^(t)π^(t)ᵀ)
-≤ α_t β/2 for the tabular policy, (α_t/β) λ_max(E_w Cov_{π^(t)} φ) for the log-linear one — the
-start is a strict minimum and π^(2) = π^(1). Larger α_t (e.g. Proposition 3's schedule) make it a saddle
-again, as the exact step's optimum then lies far from r^(t).
+≤ α_t β/2 for the tabular policy, (α_t/β) λ_max(E_w Cov_{π^(t)} φ) for the log-linear one —
+the start is a strict minimum and π^(2) = π^(1). Larger α_t (e.g. Proposition 3's schedule)
+make it a saddle again, as the exact step's optimum then lies far from r^(t).
 
 **The schemes** (the answers as in `rbx.rlhf.agents`):
 
@@ -329,8 +329,7 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
     theta_ref = pol.reference(task)
 
     def objective(params):
-      prior = 0.5 * l2 * sum(jnp.sum(jnp.square(p - q)) for p, q in zip(
-          jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(theta_ref)))
+      prior = 0.5 * l2 * jnp.sum(jnp.square(params - theta_ref))
       return loss(deployed(params, task), log_ref, wins, task.beta, alpha_t, cal, weights) + prior
 
     def step(carry, _):
