@@ -10,11 +10,11 @@ r_θ(x, a) = β log π_θ(a|x)/π_ref(a|x) has Σ_a π_ref(a|x) e^{r_θ(x,a)/β}
 identity the practical loss rests on (see `rbx.rlhf.practical`).
 
 * `tabular`: free softmax logits per (prompt, action), θ ∈ R^(X×A), π_θ(·|x) = softmax(θ_x).
-  It can represent every policy, so (up to the optimiser) it is the exact-solver agents'
-  problem with the box [0, r_max] removed.
+  It can represent every policy (θ_ref = log π_ref), so (up to the optimiser, with no ℓ2
+  term) it is the exact-solver agents' problem with the box [0, r_max] removed or smoothed.
 * `loglinear`: π_θ(a|x) ∝ π_ref(a|x) exp(θᵀφ(x, a)/β) with the features φ the task gives
   (`rbx.rlhf.contextual`), θ ∈ R^d, θ = 0 at the start (π_θ = π_ref). Then r_θ(x, a) =
-  θᵀφ(x, a) − β log Z_θ(x): a linear reward, so a linear r* is realisable.
+  θᵀφ(x, a) − β log Z_θ(x): a linear reward, so a linear r* is realisable (θ_ref = 0).
 """
 from __future__ import annotations
 
@@ -35,10 +35,12 @@ class Policy(NamedTuple):
     name: "tabular" or "loglinear" (for messages).
     init: the parameters before round 1 from the learner's `Task` (shapes from its π_ref).
     log_probs: log π_θ(a | x) of every prompt and answer, shape (X, A), rows normalised.
+    reference: θ_ref, parameters with π_θ = π_ref (the ℓ2 penalty's centre), same shape as θ.
   """
   name: str
   init: Callable[[Any], Any]
   log_probs: Callable[[Any, Any], chex.Array]
+  reference: Callable[[Any], Any]
 
 
 def tabular(pi_init=None) -> Policy:
@@ -59,7 +61,7 @@ def tabular(pi_init=None) -> Policy:
     del task
     return jax.nn.log_softmax(theta, axis=-1)
 
-  return Policy("tabular", init, log_probs)
+  return Policy("tabular", init, log_probs, lambda task: jnp.log(task.pi_ref))
 
 
 def loglinear() -> Policy:
@@ -79,7 +81,7 @@ def loglinear() -> Policy:
   def log_probs(theta, task) -> chex.Array:
     return jax.nn.log_softmax(jnp.log(task.pi_ref) + features(task) @ theta / task.beta, axis=-1)
 
-  return Policy("loglinear", init, log_probs)
+  return Policy("loglinear", init, log_probs, init)
 
 
 POLICIES: dict[str, Callable[..., Policy]] = {"tabular": tabular, "loglinear": loglinear}

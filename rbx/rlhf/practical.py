@@ -24,16 +24,54 @@ so the optimistic step (3.1a)/(3.2a), max_r ℓ(r, D) + α_t J*(r; π_cal), beco
 
     L(θ) = DPO(θ; D) + α_t β Ê_{x, a∼π_cal}[log π_θ(a|x)/π_ref(a|x)]          (`loss`),
 
-minimised by a fixed number of optax steps per round, warm-started from the previous round's
-θ (and optimiser state). π_cal is held fixed (not differentiated). The expectation Ê is exact
+and the agents minimise L(θ) + (λ/2)‖θ − θ_ref‖² (`l2` = λ, default 1; θ_ref: π_θ = π_ref)
+by a fixed number of optax steps per round, warm-started from the previous round's θ (and
+optimiser state). π_cal is held fixed (not differentiated). The expectation Ê is exact
 (`cal_samples=None`: Σ_x ρ(x) Σ_a π_cal(a|x) ·, which with the tabular policy is the exact
 agents' objective), or estimated at the round's prompt x_t from the round's own answer drawn
-from π_cal (`cal_samples=0`, what TRL and SELM do) or from k fresh draws (`cal_samples=k`).
+from π_cal (`cal_samples=0`, what TRL and SELM do) or from k fresh draws (`cal_samples=k`,
+with a key of their own: `act` and `update` receive the same key and split it the same way,
+`_keys`). In expectation over x_t ∼ ρ the sampled bonus is α_t J*: one unit of J* against
+ℓ summed over all of D^(t), as in (3.2a).
 
-Optionally (`clip=True`) the implicit reward is clipped to the paper's box: per prompt,
-r̄_θ = max(r_θ, max_a r_θ − r_max), whose range is ≤ r_max (the box [0, r_max]^A up to the
-shift that nothing sees), and the deployed policy is π_{r̄_θ} ∝ π_ref e^{r̄_θ/β} (`clip_to_box`);
-the identities above hold for it unchanged.
+**What the relaxation solves.** With λ = 0 and no box, L has no minimiser for α > 0: the
+bonus −α J*(r_θ) = α β Σ π_cal log π_θ/π_ref decreases without bound as a reward gap that the
+data do not pin down grows (raising an answer that never lost costs DPO nothing), so the
+result is set by learning rate × steps (3,000 Adam steps at t = 1 drive the gap past 100;
+`tests/rlhf/test_practical.py`). It is not "the exact step without the box": that problem
+has no solution. The ℓ2 term makes L coercive (|J*(r_θ)| grows at most linearly in θ, the
+penalty quadratically), so a minimiser exists: the step is the maximum a posteriori one
+under a Gaussian prior θ ∼ N(θ_ref, I/λ),
+
+    max_θ ℓ(r_θ, D) + α_t J*(r_θ; π_cal) − (λ/2)‖θ − θ_ref‖²,
+
+the practical counterpart of the paper's box (the prior's weight is fixed while ℓ grows with
+t, so its pull fades as the data grow). `clip=True` bounds the implicit reward to the box
+instead (or as well): per prompt r̄_θ = h tanh((r_θ − mean_a r_θ)/h) with h = r_max/2, a
+smooth increasing map onto rewards of range < r_max (the box [0, r_max]^A up to the shift
+that nothing sees), deployed as π_{r̄_θ} ∝ π_ref e^{r̄_θ/β} (`clip_to_box`; the identities above
+hold for it unchanged). It keeps every gradient, unlike a floor max(r, max r − r_max), which
+zeroes the clipped entries' and stalls; but the box is open, so with λ = 0 an optimum on its
+boundary (where the exact step's usually lies) is reached only as θ → ∞.
+
+**Why λ > 0 by default.** Measured on `random_contextual(key(7), 300 prompts, 8 answers,
+d = 6, β = 0.5, r_max = 4)` with the log-linear policy (16 seeds, T = 300): with λ = 0 one
+comparison is separable data, so its DPO loss has no minimiser and 20 Adam steps (each
+≈ learning rate per coordinate, whatever the gradient's size) take ‖θ‖ from 0 to 3.8
+(‖θ*‖ = 1.46) in a direction unrelated to θ*; π^(t) then puts ≈ 0.9 on one answer per prompt,
+on-policy pairs are ties (a1 = a2, no information) 80–95% of the time, the few comparisons
+stay separable and ‖θ‖ grows to ≈ 95 by t = 300: online DPO, VPO and Algorithm 1 end ≈ 4×
+farther from π* than π_ref is (regret 1.04–1.13 per step against 0.27 at t = 1). Only XPO
+learned (its a2 ∼ π_ref keeps the pairs distinct and the data non-separable). With λ = 1
+(the prior of `random_contextual`'s θ* ∼ N(0, I), before scaling) ‖θ‖ stays near ‖θ*‖ and
+all four learn (0.05–0.08 over the last 50 rounds). The same term fixes a stationary start:
+the bonus is stationary at θ^(t) (∇_r J*(r; π^(t)) = π_r − π^(t) = 0 at r = r^(t)), so after a
+tie at t = 1 Algorithm 1's exact-bonus loss has zero gradient at its start, a maximum in the
+bonus's directions, and Adam rescaled rounding noise (|∇| ≈ 1e-9) into full steps (π^(2) a
+point mass); with λ above the bonus's curvature there — α_t β λ_max(diag π^(t) − π^(t)π^(t)ᵀ)
+≤ α_t β/2 for the tabular policy, (α_t/β) λ_max(E_w Cov_{π^(t)} φ) for the log-linear one —
+the start is a strict minimum and π^(2) = π^(1). Larger α_t (e.g. Proposition 3's schedule)
+make it a saddle again, as the exact step's optimum then lies far from r^(t).
 
 **The schemes** (the answers as in `rbx.rlhf.agents`):
 
@@ -68,6 +106,14 @@ from rbx.rlhf import objectives, policies
 from rbx.rlhf.env import Prompt, Query
 
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
+L2 = 1.0
+"""The default λ of the ℓ2 penalty toward θ_ref (module docstring)."""
+
+
+def _keys(key: chex.PRNGKey) -> chex.Array:
+  """The round's three keys: a1's, a2's and the calibration draws'. `act` and `update` receive
+  the same key (`rbx.core.protocol.pair`), so both split it here and each uses its own."""
+  return jax.random.split(key, 3)
 
 
 class PracticalState(NamedTuple):
@@ -104,10 +150,17 @@ def implicit_J_star(log_pi: chex.Array, log_ref: chex.Array, pi_cal: chex.Array,
 
 
 def clip_to_box(log_pi: chex.Array, log_ref: chex.Array, beta, r_max) -> chex.Array:
-  """log π_{r̄} with r̄ = max(r_θ, max_a r_θ − r_max) per prompt: the implicit reward's range
-  clipped to r_max (the box [0, r_max], up to a shift), renormalised by (2.4); (X, A)."""
+  """log π_{r̄} with r̄ = h tanh((r_θ − c)/h), h = r_max/2, c = mean_a r_θ per prompt; (X, A).
+
+  A smooth increasing map of the implicit reward onto rewards of range < r_max — the paper's
+  box [0, r_max]^A up to the per-prompt shift nothing sees (every such r̄ is reached) —
+  renormalised by (2.4). Its derivative is positive everywhere, so no entry loses its
+  gradient (a floor max(r, max r − r_max) zeroes the clipped entries' gradients and stalls
+  descent at points that are not KKT points of the boxed problem).
+  """
   r = implicit_reward(log_pi, log_ref, beta)
-  r = jnp.maximum(r, jnp.max(r, axis=-1, keepdims=True) - r_max)
+  h = 0.5 * r_max
+  r = h * jnp.tanh((r - jnp.mean(r, axis=-1, keepdims=True)) / h)
   return jax.nn.log_softmax(log_ref + r / beta, axis=-1)
 
 
@@ -128,7 +181,7 @@ def loss(log_pi: chex.Array, log_ref: chex.Array, wins: chex.Array, beta, alpha,
          pi_cal: chex.Array, weights: chex.Array) -> chex.Array:
   """L(θ) = DPO(θ; D) − α Σ_x w(x) J*(r_θ(x); π_cal(x))
           = DPO(θ; D) + α β Σ_x w(x) Σ_a π_cal(a|x) log π_θ(a|x)/π_ref(a|x),
-  minus the objective (3.1a)/(3.2a) at r = r_θ (module docstring).
+  minus the objective (3.1a)/(3.2a) at r = r_θ (module docstring; the agents add the ℓ2 term).
 
   Args:
     log_pi, log_ref: log π_θ and log π_ref, (X, A).
@@ -144,7 +197,7 @@ def loss(log_pi: chex.Array, log_ref: chex.Array, wins: chex.Array, beta, alpha,
 
 
 def online_dpo(policy: str = "tabular", optimizer: str = "adam", learning_rate=0.1,
-               train_steps: int = 20, clip: bool = False, pi_init=None) -> Agent:
+               train_steps: int = 20, clip: bool = False, pi_init=None, l2=L2) -> Agent:
   """Online DPO (α = 0): a1, a2 ~ π^(t), `train_steps` optax steps on DPO(θ; D^(t)) per
   round; the no-exploration control (the practical `rbx.rlhf.greedy`).
 
@@ -152,37 +205,38 @@ def online_dpo(policy: str = "tabular", optimizer: str = "adam", learning_rate=0
     policy: "tabular" or "loglinear" (`rbx.rlhf.policies`).
     optimizer: "adam" or "sgd" (optax), with `learning_rate` (traced: it can be swept).
     train_steps: optimiser steps per round.
-    clip: clip the implicit reward to the box (`clip_to_box`).
+    clip: bound the implicit reward to the box, smoothly (`clip_to_box`).
     pi_init: π^(1) of the tabular policy, (A,) or (X, A); default π_ref.
+    l2: λ ≥ 0 of the penalty (λ/2)‖θ − θ_ref‖² (module docstring: why it is on by default).
   """
   return _make("online_dpo", 0.0, "current", "current", "ref", None, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, None)
+               learning_rate, train_steps, clip, pi_init, None, None, l2)
 
 
 def xpo(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-        cal_samples: int | None = 0, clip: bool = False, pi_init=None) -> Agent:
+        cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2) -> Agent:
   """XPO's loss (Xie et al. 2025; TRL's XPOTrainer): a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref.
 
   TRL's `alpha` is α β here. `cal_samples`: 0 estimates E_{π_ref} by the round's a2 (TRL's
   y_ref), k ≥ 1 by k fresh draws at x_t, None exactly. Other arguments as `online_dpo`.
   """
   return _make("xpo", alpha, "current", "ref", "ref", cal_samples, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, None)
+               learning_rate, train_steps, clip, pi_init, None, None, l2)
 
 
 def selm(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
          optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-         cal_samples: int | None = 0, clip: bool = False, pi_init=None) -> Agent:
+         cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2) -> Agent:
   """SELM's loss (Zhang et al. 2025, `optimistic_dpo_loss`): the same as `xpo` in this model
   (SELM's α is this α)."""
   return xpo(alpha, policy, optimizer, learning_rate, train_steps, cal_samples, clip,
-             pi_init)._replace(name="selm")
+             pi_init, l2)._replace(name="selm")
 
 
 def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tabular",
         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-        cal_samples: int | None = 1, clip: bool = False, pi_init=None) -> Agent:
+        cal_samples: int | None = 1, clip: bool = False, pi_init=None, l2=L2) -> Agent:
   """VPO's loss (Cen et al. 2025): a1, a2 ~ π^(t), a fixed calibration policy π_cal.
 
   `pi_cal` defaults to the task's (Example 1's (1 − 2p, p, p), else π_ref). Neither answer is
@@ -192,24 +246,24 @@ def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tab
     raise ValueError("cal_samples=0 estimates E_{π_cal} by the round's answer drawn from π_cal, "
                      "and VPO draws none from it: use cal_samples >= 1 or None (exact)")
   return _make("vpo", alpha, "current", "current", "fixed", cal_samples, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, pi_cal)
+               learning_rate, train_steps, clip, pi_init, None, pi_cal, l2)
 
 
 def algorithm1(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
                optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
                cal_samples: int | None = 0, clip: bool = False, pi_init=None,
-               pi_prev_init=None) -> Agent:
+               pi_prev_init=None, l2=L2) -> Agent:
   """Algorithm 1's loss: a1 ~ π^(t−1), a2 ~ π^(t), π_cal = π^(t) held fixed, α_t.
 
   `cal_samples`: 0 estimates E_{π^(t)} by the round's a2, k ≥ 1 by k fresh draws at x_t, None
   exactly. `pi_prev_init`: π^(0), default π^(1). Other arguments as `online_dpo`.
   """
   return _make("algorithm1", alpha, "prev", "current", "current", cal_samples, policy,
-               optimizer, learning_rate, train_steps, clip, pi_init, pi_prev_init, None)
+               optimizer, learning_rate, train_steps, clip, pi_init, pi_prev_init, None, l2)
 
 
 def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optimizer,
-          learning_rate, train_steps, clip, pi_init, pi_prev_init, pi_cal) -> Agent:
+          learning_rate, train_steps, clip, pi_init, pi_prev_init, pi_cal, l2) -> Agent:
   schedule = alpha if callable(alpha) else schedules.constant(alpha)
   make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
   if policy == "loglinear" and pi_init is not None:
@@ -218,6 +272,7 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
   opt = OPTIMIZERS[_checks.choice("optimizer", optimizer, OPTIMIZERS)](learning_rate)
   _checks.positive("learning_rate", learning_rate)
   _checks.positive_int("train_steps", train_steps)
+  _checks.positive("l2", l2, strict=False)
   if cal_samples is not None and (isinstance(cal_samples, bool) or not isinstance(cal_samples, int)
                                   or cal_samples < 0):
     raise ValueError(f"cal_samples must be None or an integer >= 0, got {cal_samples!r}")
@@ -241,7 +296,7 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
                           log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
 
   def act(key, state: PracticalState, obs: Prompt, task):
-    k1, k2 = jax.random.split(key)
+    k1, k2, _ = _keys(key)
     logs = {"prev": state.log_pi_prev, "current": state.log_pi, "ref": jnp.log(task.pi_ref)}
     a1 = jax.random.categorical(k1, logs[source1][obs.x])
     a2 = jax.random.categorical(k2, logs[source2][obs.x])
@@ -258,8 +313,7 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
     if cal_samples == 0:
       draws = query.a2[None]                       # the round's answer drawn from π_cal
     else:
-      draws = jax.random.categorical(jax.random.fold_in(key, 1), log_cal[obs.x],  # not act's keys
-                                     shape=(cal_samples,))
+      draws = jax.random.categorical(_keys(key)[2], log_cal[obs.x], shape=(cal_samples,))
     row = jnp.mean(jax.nn.one_hot(draws, A), axis=0)
     onehot = jax.nn.one_hot(obs.x, X)
     return onehot[:, None] * row[None], onehot
@@ -272,8 +326,11 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
     alpha_t = schedule(state.t)
     cal, weights = calibration_estimate(key, state, obs, query, task)
 
+    theta_ref = pol.reference(task)
+
     def objective(params):
-      return loss(deployed(params, task), log_ref, wins, task.beta, alpha_t, cal, weights)
+      prior = 0.5 * l2 * jnp.sum(jnp.square(params - theta_ref))
+      return loss(deployed(params, task), log_ref, wins, task.beta, alpha_t, cal, weights) + prior
 
     def step(carry, _):
       params, opt_state = carry

@@ -133,7 +133,8 @@ PRACTICAL = {
     "optimizer": reg.string(practical.OPTIMIZERS, doc="the optax optimiser over θ"),
     "learning_rate": reg.real(low=0.0, doc="the optimiser's learning rate"),
     "train_steps": reg.integer(1, doc="optimiser steps per round"),
-    "clip": reg.boolean(doc="clip the implicit reward to the box [0, r_max]"),
+    "clip": reg.boolean(doc="bound the implicit reward to the box [0, r_max], smoothly"),
+    "l2": reg.real(low=0.0, doc="λ of the penalty (λ/2)‖θ − θ_ref‖²"),
     "pi_init": POLICY}
 CAL_SAMPLES = {"cal_samples": reg.integer(0, optional=True,
                                           doc="draws estimating E_{π_cal} (0: the round's)")}

@@ -78,3 +78,39 @@ def test_traced_instance_in_a_sweep():
 
   res = rlhf.sweep(build, grid={"kappa": [10.0, 100.0]}, seeds=2, steps=T, progress=False)
   assert res.final().shape == (2, 2) and np.isfinite(res.final()).all()
+
+
+def test_contextual_environments_take_the_worst_prompt():
+  # A contextual environment's constants are its preference environment's: the maxima over
+  # the prompts of ρ's support (module docstring), by the brute force over pairs.
+  env = rlhf.random_contextual(jax.random.key(3), 6, 4, 3, 0.5, 4.0, deviation=1.8)
+  for tau in (1.0, 3.0):
+    k, m = _brute(env.base, tau)
+    assert float(assumptions.kappa(env, tau)) == pytest.approx(k, rel=1e-4)
+  assert float(assumptions.mu(env)) == pytest.approx(m, rel=1e-4)
+  assert float(assumptions.kappa(env)) > 1.0
+  # a prompt that is never asked does not count
+  base = env.base
+  rho = np.zeros(6)
+  rho[0] = 1.0
+  one = rlhf.make_env(base.r_star, base.pi_ref, 0.5, 4.0, rho=rho)
+  first = rlhf.make_env(base.r_star[:1], base.pi_ref[:1], 0.5, 4.0)
+  assert float(assumptions.kappa(one)) == pytest.approx(float(assumptions.kappa(first)), rel=1e-5)
+  assert float(assumptions.mu(one)) == pytest.approx(float(assumptions.mu(first)), rel=1e-5)
+  with pytest.raises(ValueError, match="env must be"):
+    assumptions.kappa(env.spec)
+
+
+def test_a_contextual_config_with_proposition3_runs():
+  from rbx import config
+  c = config.loads('family = "rlhf"\nseeds = 2\nsteps = 3\n[env]\nname = "contextual"\n'
+                   'num_prompts = 5\nnum_actions = 3\ndim = 2\n[agent]\n'
+                   'name = "practical_algorithm1"\npolicy = "loglinear"\nschedule = "proposition3"')
+  env, agent = c.build(**c.fixed)
+  T = 3
+  want = schedules.proposition3(3, T, env.beta, env.r_max, assumptions.kappa(env.base))
+  got = rlhf.registry.prepare({"schedule": "proposition3"}, env, T)["alpha"]
+  t = np.array([1.0, 2.0, 3.0])
+  np.testing.assert_allclose(got(t), want(t), rtol=1e-5)
+  res = rlhf.sweep(lambda: (env, agent), {}, seeds=2, steps=T, progress=False)
+  assert np.isfinite(res.regret).all()

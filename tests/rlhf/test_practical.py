@@ -70,7 +70,7 @@ def test_xpo_loss_is_trls_on_a_hand_computed_case():
     return -jax.nn.log_sigmoid(beta * logits) + alpha_trl * lp[1]
   env = rlhf.make_env([1.0, 0.0, 0.0], [.2, .4, .4], beta, 3.0)
   agent = practical.xpo(alpha_trl / beta, optimizer="sgd", learning_rate=0.1, train_steps=1,
-                        pi_init=[.5, .3, .2])
+                        pi_init=[.5, .3, .2], l2=0.0)
   state = agent.init(jax.random.key(0), env.spec, 10)
   query = Query(jnp.int32(0), jnp.int32(1), state.log_pi)
   new = agent.update(jax.random.key(0), state, Prompt(jnp.int32(0)), query, False, env.spec)
@@ -142,7 +142,7 @@ def test_tabular_policy_matches_the_exact_solver_agents_where_the_box_is_inactiv
   # the box is inactive where r's range is below r_max.
   x = int(obs.x)
   assert np.all(np.ptp(exact.r[:, x], axis=-1) < task.r_max - 0.01), "the box is active"
-  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1)
+  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1, l2=0.0)
   agents = [practical.algorithm1(alpha, cal_samples=None, **fit),
             practical.vpo(alpha, cal_samples=None, **fit),
             practical.xpo(alpha, cal_samples=None, **fit), practical.online_dpo(**fit)]
@@ -162,7 +162,7 @@ def test_each_exact_agent_matches_its_practical_scheme(prefilled, scheme):
   key, obs = jax.random.key(1), Prompt(jnp.int32(0))
   exact_agent = rlhf.greedy(pi_init=pi1) if scheme == "greedy" else rlhf.get(scheme, alpha=2.0,
                                                                              pi_init=pi1)
-  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1)
+  fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1, l2=0.0)
   prac = (practical.online_dpo(**fit) if scheme == "greedy" else
           getattr(practical, scheme)(2.0, cal_samples=None, **fit))
   s_exact = exact_agent.init(key, task, 10)._replace(wins=wins)
@@ -221,6 +221,7 @@ def test_practical_agents_sweep_by_name_on_a_contextual_environment():
     (lambda: practical.xpo(optimizer="adamx"), "optimizer"),
     (lambda: practical.xpo(policy="linear"), "policy"),
     (lambda: practical.xpo(cal_samples=-1), "cal_samples"),
+    (lambda: practical.online_dpo(l2=-1.0), "l2"),
     (lambda: practical.vpo(cal_samples=0), "cal_samples"),
     (lambda: practical.xpo(policy="loglinear", pi_init=[.5, .5]), "pi_init"),
     (lambda: practical.algorithm1(alpha=-1.0), "alpha"),
@@ -235,11 +236,168 @@ def test_bad_input_is_a_value_error_naming_the_field(call, field):
 @pytest.mark.slow
 @pytest.mark.parametrize("example", ["example1", "example2"])
 def test_practical_vpo_and_xpo_losses_fail_as_propositions_1_and_2_say(example):
-  # The events of Propositions 1-2 for the practical losses (tabular policy, no box).
+  # The events of Propositions 1-2 for the practical losses (tabular policy, no box, λ = 0).
   env, agent, thr, bound, horizon = {
       "example1": (rlhf.example1(0.0, 0.5, 3.0), practical.vpo, 0.5, 4 / (9 * np.e), 201),
       "example2": (rlhf.example2(200.0, 1.0, 6.0), practical.xpo, 0.01, 1 / 64, 200)}[example]
-  res = rlhf.sweep(lambda alpha: (env, agent(alpha)), {"alpha": [0.1, 10.0]}, seeds=128,
+  res = rlhf.sweep(lambda alpha: (env, agent(alpha, l2=0.0)), {"alpha": [0.1, 10.0]}, seeds=128,
                    steps=horizon)
   stuck = (res.regret[..., 1:] >= thr).all(axis=-1).mean(axis=-1)
   assert np.all(stuck >= bound), stuck
+
+
+# --- Issue 27: keys, the box, the default's well-posedness, the start, learning by default. ---
+
+ONE_PROMPT = dict(r_star=[0.2, 1.1, 0.7, 1.5], pi_ref=[0.4, 0.3, 0.2, 0.1], beta=1.0, r_max=30.0)
+
+
+@pytest.mark.parametrize("scheme", ["xpo", "vpo"])
+def test_calibration_draws_are_independent_of_the_answers(scheme):
+  # act and update receive the same key. With one tie (no DPO gradient) and one SGD step,
+  # θ' − θ = −lr α β (e_c − π_θ) reveals the calibration draw c; XPO's a2 and VPO's π_cal draw
+  # come from π_ref (= π^(1) = the task's π_cal here), so independent draws agree with
+  # probability Σ π_ref² = 0.30, and the same key's draws agree always.
+  env = rlhf.make_env(ONE_PROMPT["r_star"], ONE_PROMPT["pi_ref"], 1.0, 30.0)
+  agent = getattr(practical, scheme)(1.0, optimizer="sgd", learning_rate=0.01, train_steps=1,
+                                     cal_samples=1, l2=0.0)
+  state = agent.init(jax.random.key(0), env.spec, 10)
+  obs = Prompt(jnp.int32(0))
+
+  @jax.jit
+  @jax.vmap
+  def draws(key):
+    _, query = agent.act(key, state, obs, env.spec)
+    tie = query._replace(a1=jnp.int32(0), a2=jnp.int32(0))
+    new = agent.update(key, state, obs, tie, True, env.spec)
+    return query.a2, jnp.argmin(new.params[0] - state.params[0])
+  a2, cal = draws(jax.random.split(jax.random.key(1), 4000))
+  a2, cal = np.asarray(a2), np.asarray(cal)
+  assert abs(np.mean(a2 == cal) - 0.30) < 0.04, np.mean(a2 == cal)       # sd 0.007
+  np.testing.assert_allclose(np.bincount(cal, minlength=4) / cal.size, ONE_PROMPT["pi_ref"],
+                             atol=0.03)
+
+
+def _floor(log_pi, log_ref, beta, r_max):
+  """The former box: r̄ = max(r_θ, max_a r_θ − r_max), renormalised."""
+  r = practical.implicit_reward(log_pi, log_ref, beta)
+  r = jnp.maximum(r, jnp.max(r, axis=-1, keepdims=True) - r_max)
+  return jax.nn.log_softmax(log_ref + r / beta, axis=-1)
+
+
+def _mle(wins):
+  """argmax_r ℓ(r, wins) of (2.2) with r_0 = 0, float64 (scipy): the boxed problem's optimum
+  at α = 0 where its range is below r_max."""
+  from scipy import optimize
+  w = np.asarray(wins, np.float64)
+  def neg(r):
+    r = np.concatenate([[0.0], r])
+    d = r[:, None] - r[None, :]
+    return np.sum(w * np.logaddexp(0.0, -d))
+  return np.concatenate([[0.0], optimize.minimize(neg, np.zeros(len(w) - 1), tol=1e-12).x])
+
+
+@pytest.mark.parametrize("counts", [[[0, 10, 0], [9, 0, 0], [0, 0, 0]],    # a0, a1 tied (10/10)
+                                    [[0, 3, 6], [2, 0, 4], [1, 2, 0]]])
+def test_the_box_keeps_its_gradients_and_reaches_the_optimum(counts):
+  # Start far outside the box (r_θ's range 9.2 > r_max = 6): the floor clips a1, a2 to
+  # r0 − r_max, so every gradient is 0 and descent stays at its loss (the tied case: 60.05,
+  # while the optimum, r0 = r1, is 20 log 2 = 13.86); the smooth box descends to the optimum
+  # of the boxed problem (α = 0: the maximum-likelihood r, inside the box here).
+  env = rlhf.make_env([0.0, 0.0, 0.0], [1 / 3] * 3, 1.0, 6.0)
+  task, log_ref = env.spec, jnp.log(env.spec.pi_ref)
+  wins = jnp.asarray([counts], jnp.float32)
+  query = Query(jnp.int32(1), jnp.int32(0), None)               # the round adds a1 ≻ a0
+  total = wins.at[0, 1, 0].add(1.0)
+  agent = practical.online_dpo(clip=True, l2=0.0, pi_init=[0.9998, 1e-4, 1e-4],
+                               train_steps=1000, learning_rate=0.05)
+  state = agent.init(jax.random.key(0), task, 10)._replace(wins=wins)
+  dpo = lambda box, theta: practical.dpo_loss(box(jax.nn.log_softmax(theta), log_ref, 1.0, 6.0),
+                                              log_ref, total, 1.0)
+  np.testing.assert_allclose(jax.grad(lambda th: dpo(_floor, th))(state.params), 0.0, atol=1e-6)
+  new = jax.jit(agent.update)(jax.random.key(0), state, Prompt(jnp.int32(0)),
+                              query._replace(log_pi=state.log_pi), True, task)
+  r = _mle(total[0])
+  assert np.ptp(r) < 6.0                                         # the optimum is inside the box
+  best = -float(rlhf.log_likelihood(jnp.asarray(r, jnp.float32), total[0]))
+  pi, pi_best = np.exp(new.log_pi[0]), rlhf.optimal_policy(r, task.pi_ref[0], 1.0)
+  if counts[0][1] == 10:                  # a2 never compared: only π(a0) = π(a1) is determined
+    assert float(dpo(_floor, state.params)) == pytest.approx(60.05, abs=0.01)
+    assert best == pytest.approx(20 * math.log(2), abs=1e-4)
+    pi, pi_best = pi[:2] / pi[:2].sum(), np.full(2, 0.5)
+  np.testing.assert_allclose(pi, pi_best, atol=2e-3)
+  assert float(practical.dpo_loss(new.log_pi, log_ref, total, 1.0)) == pytest.approx(best,
+                                                                                     abs=1e-3)
+
+
+def test_the_default_objective_has_a_minimiser_and_the_unpenalised_one_none():
+  # t = 1, one comparison (a3 ≻ a0), exact bonus α = 2: without the ℓ2 term (λ = 0) the loss
+  # decreases without bound along a reward gap that no data constrain, and Adam's result is
+  # set by learning rate × steps (the gap keeps growing from 3,000 to 6,000 steps); with the
+  # default λ the loss is coercive and descent settles at a stationary point.
+  env = rlhf.make_env(**ONE_PROMPT)
+  query = Query(jnp.int32(0), jnp.int32(3), None)
+
+  def gaps(l2):
+    """The reward gap after 3,000 steps and after 3,000 more (a tie adds no gradient)."""
+    agent = practical.xpo(2.0, cal_samples=None, train_steps=3000, **l2)
+    update, state = jax.jit(agent.update), agent.init(jax.random.key(0), env.spec, 10)
+    out = []
+    for q in (query, query._replace(a1=jnp.int32(0), a2=jnp.int32(0))):
+      state = update(jax.random.key(0), state, Prompt(jnp.int32(0)),
+                     q._replace(log_pi=state.log_pi), False, env.spec)
+      out.append(np.ptp(np.asarray(practical.implicit_reward(state.log_pi,
+                                                             jnp.log(env.spec.pi_ref), 1.0))))
+    return out
+  free = gaps({"l2": 0.0})
+  assert free[0] > 100 and free[1] > free[0] + 100, free
+  penalised = gaps({})
+  assert penalised[0] < 10 and abs(penalised[1] - penalised[0]) < 1e-2, penalised
+
+
+def test_algorithm1_with_the_exact_bonus_does_not_collapse_at_a_tie():
+  # The bonus −α J*(r_θ; π^(t)) is stationary at θ^(t) (∇J* = π_{r_θ} − π^(t) = 0 there) and
+  # a tie carries no DPO gradient: at t = 1 with a1 = a2 the start is a stationary point.
+  # Without the ℓ2 term it is a maximum in the bonus's directions and Adam rescales rounding
+  # noise into full steps (π^(2) ≈ a point mass); with the default λ > α β max eig Cov_π the
+  # start is a strict minimum and π^(2) = π^(1) = π_ref.
+  env = rlhf.make_env(**ONE_PROMPT)
+  agent = practical.algorithm1(2.0, cal_samples=None, train_steps=200)
+  state = agent.init(jax.random.key(0), env.spec, 10)
+  tie = Query(jnp.int32(0), jnp.int32(0), state.log_pi)
+  new = jax.jit(agent.update)(jax.random.key(0), state, Prompt(jnp.int32(0)), tie, True, env.spec)
+  np.testing.assert_allclose(np.exp(new.log_pi[0]), ONE_PROMPT["pi_ref"], atol=1e-4)
+
+
+@pytest.mark.slow
+def test_algorithm1_with_the_exact_bonus_learns_on_the_one_prompt_instance():
+  # Before (λ = 0): mean regret over t = 2..150 was 1.46 (16 seeds; π^(2) a point mass after
+  # a tie); the exact `algorithm1` reaches 0.52; the default practical agent ≈ 0.05.
+  env = rlhf.make_env(**ONE_PROMPT)
+  agent = practical.algorithm1(2.0, cal_samples=None, train_steps=200)
+  res = rlhf.sweep(lambda: (env, agent), {}, seeds=16, steps=150, progress=False)
+  r = np.asarray(res.regret).reshape(16, 150)
+  assert r[:, 1:].mean() < 0.3, r[:, 1:].mean()
+
+
+@pytest.mark.slow
+def test_the_default_practical_agents_learn_on_a_contextual_instance():
+  # Issue 27: with λ = 0 on-policy pairs collapse (separable early data, ‖θ‖ → ∞, ties) and
+  # online DPO and Algorithm 1 end worse than π_ref (≈ 0.9 against 0.44 at t = 1 here); with
+  # the defaults every scheme ends well below π_ref's regret (≈ 0.08-0.13 over the last 20
+  # rounds, 8 seeds). Controls: π_ref (the regret at t = 1) and the λ = 0 online DPO.
+  env = rlhf.random_contextual(jax.random.key(7), 50, 8, 6, 0.5, 4.0, deviation=1.0)
+  S, T = 8, 100
+
+  def regret(name, **kw):
+    res = rlhf.sweep(lambda: (env, rlhf.get(name, policy="loglinear", **kw)), {}, seeds=S,
+                     steps=T, progress=False)
+    return np.asarray(res.regret).reshape(S, T)
+  control = regret("online_dpo", l2=0.0)
+  ref = control[:, 0].mean()
+  last = control[:, -20:].mean(axis=1)
+  assert last.mean() - 2 * last.std(ddof=1) / np.sqrt(S) > ref, (last.mean(), ref)
+  for name in ["online_dpo", "practical_vpo", "practical_xpo", "practical_algorithm1"]:
+    r = regret(name)
+    np.testing.assert_allclose(r[:, 0].mean(), ref, rtol=1e-5)     # t = 1: π^(1) = π_ref
+    last = r[:, -20:].mean(axis=1)
+    assert last.mean() + 2 * last.std(ddof=1) / np.sqrt(S) < 0.6 * ref, (name, last.mean(), ref)
