@@ -8,7 +8,10 @@ whose program calls CPU LAPACK kernels runs on one device (`rbx.core.driver.Need
 One host: `seed_mesh(n)` is a 1-D `jax.sharding.Mesh` named "seed" over n local devices;
 the driver runs each chunk under `jax.shard_map` with the seeds (and every leaf of the
 carried state, shape (G, S, ...)) split as `P(None, "seed")`, so each device steps its own
-seeds and no data moves between devices. With one device the driver runs unsharded.
+seeds and no data moves between devices. With one device the driver runs unsharded: XLA
+compiles that program without its SPMD partitioner, so it agrees with a sharded run only to
+float32 rounding, while any two or more devices agree bit for bit when the seeds run in
+batches of the same size (docs/reproducibility.md).
 
 Many hosts: after `initialize` (`jax.distributed.initialize`), process p runs the seeds
 `process_slice(seeds)` on its local devices only, and `gather` reassembles every process's
