@@ -115,7 +115,7 @@ def _resume(directory: Path, progress, echo) -> str:
   if meta_path.is_file() and results_lib.read_json(meta_path).get("status") == COMPLETE:
     echo(f"{directory} is already complete")
     return COMPLETE
-  path = _checkpoint_path(directory)
+  path = checkpoint_path(directory)
   if not path.exists() and not checkpoint.previous(path).exists():
     echo(f"{directory} has no checkpoint yet: starting from the beginning")
     return _execute(config, directory, None, progress, echo)
@@ -140,7 +140,7 @@ def _resume(directory: Path, progress, echo) -> str:
 
 def _execute(config, directory: Path, start, progress, echo) -> str:
   mesh = devices.seed_mesh(config.devices)
-  path = _checkpoint_path(directory)
+  path = checkpoint_path(directory)
   meta_path = directory / results_lib.METADATA
   metadata = (results_lib.read_json(meta_path) if start is not None and meta_path.is_file()
               else _environment(config, mesh))
@@ -251,7 +251,8 @@ def _locked(directory: Path, echo):
     yield
 
 
-def _checkpoint_path(directory: Path) -> Path:
+def checkpoint_path(directory: Path) -> Path:
+  """This process's checkpoint file in the run `directory` (checkpoint.p<i>.npz with several)."""
   if jax.process_count() == 1:
     return directory / "checkpoint.npz"
   return directory / f"checkpoint.p{jax.process_index()}.npz"

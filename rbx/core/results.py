@@ -317,7 +317,7 @@ def save(directory: str | os.PathLike, results: Results) -> None:
 def load(directory: str | os.PathLike) -> Results:
   """The `Results` of a finished run directory (or of `Results.save`), with its config and
   metadata (`rbx.load`, `Results.load`). An interrupted run's records so far:
-  `rbx.core.report.load`.
+  `rbx.report.load`.
 
   Raises:
     FileNotFoundError: `directory` holds no results (yet), saying why (`rundir.describe`).
