@@ -16,7 +16,8 @@ released by the kernel however the process ends), and a second is refused with t
 pid, host and start time. metadata.json's status is "running" while it runs and then
 "complete", "interrupted" (Ctrl-C or SIGTERM) or "failed", with the error's type, message and
 time, whatever ended it (an exception, MemoryError, a second Ctrl-C); it also records the
-effective value of every parameter, defaults included (`rbx.config.Config.effective`).
+effective value of every parameter, defaults included (`rbx.config.Config.effective`,
+resolved when the config was loaded).
 """
 from __future__ import annotations
 
@@ -277,7 +278,7 @@ def _environment(config, mesh) -> dict:
                 "record": config.record,
                 "state_bytes_per_seed": sweep_lib.state_bytes(config.build, config.grid,
                                                               config.steps, config.static())},
-      "effective": config.effective(),
+      "effective": config.effective,
       "imports": config_lib.import_modules(tomllib.loads(config.text).get("import", [])),
   }
 

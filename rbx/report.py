@@ -217,7 +217,7 @@ def summary_table(res: results_lib.Results) -> list[str]:
 
 
 def _effective(effective: dict, config: dict) -> str:
-  """`rbx.config.Config.effective`'s table as "env (p = 0.0, ...); algorithm1 (...)". A value
+  """`rbx.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); algorithm1 (...)". A value
   that the config sets in [env] only (Example 2's kappa) is the environment's: it is listed
   there, not under agents with a parameter of that name (a schedule's κ, unused by a
   constant α)."""

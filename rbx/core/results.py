@@ -28,12 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from rbx.core import rundir
 from rbx.core.grid import Grid, plain, select
 from rbx.core.record import Recorder
 
 ARRAYS = "results.npz"
 INDEX = "results.json"
-METADATA = "metadata.json"
+METADATA = rundir.METADATA
 CONFIG = "config.toml"
 
 QUANTILES = (0.1, 0.9)          # the spread beside the median: the 10% and 90% quantiles over seeds
@@ -324,7 +325,6 @@ def load(directory: str | os.PathLike) -> Results:
   """
   directory = Path(directory)
   if not (directory / INDEX).is_file():
-    from rbx.core import rundir            # it imports this module
     raise FileNotFoundError(f"no {INDEX} in {directory}: {rundir.describe(directory)}")
   index = read_json(directory / INDEX)
   axes = tuple(index["axes"])
