@@ -168,7 +168,7 @@ def _run(args) -> int:
 def _print_summary(directory) -> None:
   """Prints the first section of the run's report (R(T) per grid point with its 95% CI),
   without writing the report or its plots."""
-  from rbx.core import report
+  from rbx import report
   res = report.load(directory)
   text = report.markdown(res, {}, report.reference_exponent(res))
   section = text.split("\n## ", 2)[1].rstrip("\n")
@@ -181,7 +181,8 @@ def _add_log(parser) -> None:
 
 
 def _plot(args) -> int:
-  from rbx.core import checkpoint, plots, report
+  from rbx import report
+  from rbx.core import checkpoint, plots
   try:
     res = report.load(args.dir)
     out = report.writable(args.out or f"{args.dir}/plots", suggest_out=args.out is None)
@@ -194,7 +195,8 @@ def _plot(args) -> int:
 
 
 def _report(args) -> int:
-  from rbx.core import checkpoint, report
+  from rbx import report
+  from rbx.core import checkpoint
   try:
     print(report.write(args.dir, args.out, args.log))
   except (ValueError, OSError, checkpoint.CheckpointError) as e:

@@ -64,13 +64,17 @@ paths in the run's config.toml, so `rbx run --resume` and `rbx report` import th
 metadata.json records every module's file ("imports").
 
 A parameter the config leaves out runs with its constructor's default: rbx does not require
-it, it records it. `Config.effective()` gives the value every parameter of the environment
+it, it records it. `Config.effective` holds the value every parameter of the environment
 and of each agent runs with — the config's, or the registered constructor's default
 (`Entry.defaults`: its signature's, and those of the functions its `**kwargs` go to, e.g. a
 neural agent's training settings), tables with every field (a partial [agent.solver]
 completed with `SolverConfig`'s defaults) — and `rbx run` writes it to metadata.json
 ("effective") for `rbx report`. Grid fields are left out (they are in [grid]), and so are an
 RLHF schedule's own defaults (e.g. scale = 1; `rbx.schedules`).
+
+A `Config` is complete once `load` returns it: its `build` (`rbx.core.registry.Build`) and
+`effective` values are resolved there, once, so `rbx.core` gets plain values and never
+calls back into this module (which sits above it, below `rbx.experiment` and `rbx.cli`).
 """
 from __future__ import annotations
 
@@ -118,9 +122,13 @@ class Config(NamedTuple):
     steps, chunk, record, log_points, seed_batch, seed_block, devices: how to run.
     out: the run directory.
     text: the config file's text.
+    build: `build(**point) -> (env, agent)` of one grid point (its grid values, traced or
+      concrete), for `rbx.sweep` (`rbx.core.registry.Build`).
+    effective: the value every parameter runs with, defaults included, as JSON data:
+      {"env": {"name": ..., param: value}, "agent": {agent name: {param: value}}}, the grid
+      fields left out (they are in `grid`); see the module docstring.
 
-  Parameters it does not set run with their constructors' defaults, which `effective` records
-  (see the module docstring).
+  Parameters it does not set run with their constructors' defaults, which `effective` records.
   """
   family: str
   title: str
@@ -137,16 +145,8 @@ class Config(NamedTuple):
   devices: int | None
   out: str
   text: str
-
-  def build(self, **point) -> tuple[Any, Any]:
-    """(env, agent) of one grid point (its grid values, traced or concrete)."""
-    fam = registry.get(self.family)
-    values = {**self.fixed, **point}
-    name = values["agent"]
-    env_entry, agent_entry = fam.envs[self.env], fam.agents[name]
-    env_params = {k: values[k] for k in env_entry.params if k in values}
-    agent_params = {k: values[k] for k in agent_entry.params if k in values}
-    return fam.build(self.env, env_params, name, agent_params, self.steps)
+  build: registry.Build
+  effective: dict[str, Any]
 
   def static(self) -> list[str]:
     """The grid fields looped over in Python: those declared static (or not real); "run"
@@ -170,26 +170,6 @@ class Config(NamedTuple):
     return dict(static=self.static(), devices=self.devices, seed_batch=self.seed_batch,
                 chunk=self.chunk, record=self.record, log_points=self.log_points,
                 seed_block=self.seed_block)
-
-  def effective(self) -> dict[str, Any]:
-    """The value every parameter runs with, defaults included, as JSON data:
-    {"env": {"name": ..., param: value}, "agent": {agent name: {param: value}}}, the grid
-    fields left out (they are in `grid`). See the module docstring."""
-    fam = registry.get(self.family)
-    swept = {f for p in self.points() for f in p}
-    env_entry = fam.envs[self.env]
-    env_given = {k: v for k, v in self.fixed.items() if k in env_entry.params}
-    out = {"env": {"name": self.env, **_effective(env_entry, env_given, env_given, swept)},
-           "agent": {}}
-    for name in self._agents():
-      point = next(p for p in self.points() if p.get("agent", name) == name)
-      values = {**self.fixed, **point, "agent": name}
-      entry = fam.agents[name]
-      env = fam.load_env(self.env, {k: values[k] for k in env_entry.params if k in values})
-      prepared = fam.prepare({k: values[k] for k in entry.params if k in values}, env, self.steps)
-      given = {k: v for k, v in self.fixed.items() if k in entry.params}
-      out["agent"][name] = _effective(entry, given, prepared, swept)
-    return out
 
   def digest(self) -> str:
     """A hash of everything that determines the results (not `out`, `title` or `devices`)."""
@@ -394,13 +374,35 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
                   log_points=run.get("log_points", 50),
                   seed_batch=run.get("seed_batch"),     # None: the family's, set below
                   seed_block=seed_block, devices=run.get("devices"),
-                  out=out or run.get("out", default_out), text=text)
+                  out=out or run.get("out", default_out), text=text,
+                  build=registry.Build(family, env_name, fixed, steps), effective={})
   envs = _check_points(config, where)
+  config = config._replace(effective=_resolve_effective(config, family, envs))
   if config.seed_batch is None:
     config = config._replace(seed_batch=family.grid_seed_batch(envs))
   _wrap(lambda: sweep_lib.check_memory(config.build, config.grid, num_seeds, steps,
                                        checkpoint=True, **config.sweep_options()))
   return config._replace(seeds=np.arange(seeds) if isinstance(seeds, int) else np.asarray(seeds))
+
+
+def _resolve_effective(config: Config, family: registry.Family, envs: list) -> dict[str, Any]:
+  """`Config.effective` of a checked `config` whose grid points' environments are `envs` (in
+  `Config.points` order, `_check_points`)."""
+  points = config.points()
+  swept = {f for p in points for f in p}
+  env_entry = family.envs[config.env]
+  env_given = {k: v for k, v in config.fixed.items() if k in env_entry.params}
+  out = {"env": {"name": config.env, **_effective(env_entry, env_given, env_given, swept)},
+         "agent": {}}
+  for name in config._agents():
+    i = next(i for i, p in enumerate(points) if p.get("agent", name) == name)
+    values = {**config.fixed, **points[i]}
+    entry = family.agents[name]
+    prepared = family.prepare({k: values[k] for k in entry.params if k in values}, envs[i],
+                              config.steps)
+    given = {k: v for k, v in config.fixed.items() if k in entry.params}
+    out["agent"][name] = _effective(entry, given, prepared, swept)
+  return out
 
 
 def _effective(entry: registry.Entry, given: dict[str, Any], prepared: dict[str, Any],
@@ -440,7 +442,7 @@ def _as_data(value):
 
 def _check_points(config: Config, where: dict[str, str]) -> list:
   """Builds every grid point's environment and agent concretely (no tracing); returns the
-  environments."""
+  environments, in `Config.points` order."""
   envs = []
   for point in config.points():
     try:

@@ -16,7 +16,8 @@ released by the kernel however the process ends), and a second is refused with t
 pid, host and start time. metadata.json's status is "running" while it runs and then
 "complete", "interrupted" (Ctrl-C or SIGTERM) or "failed", with the error's type, message and
 time, whatever ended it (an exception, MemoryError, a second Ctrl-C); it also records the
-effective value of every parameter, defaults included (`rbx.config.Config.effective`).
+effective value of every parameter, defaults included (`rbx.config.Config.effective`,
+resolved when the config was loaded).
 """
 from __future__ import annotations
 
@@ -115,7 +116,7 @@ def _resume(directory: Path, progress, echo) -> str:
   if meta_path.is_file() and results_lib.read_json(meta_path).get("status") == COMPLETE:
     echo(f"{directory} is already complete")
     return COMPLETE
-  path = _checkpoint_path(directory)
+  path = checkpoint_path(directory)
   if not path.exists() and not checkpoint.previous(path).exists():
     echo(f"{directory} has no checkpoint yet: starting from the beginning")
     return _execute(config, directory, None, progress, echo)
@@ -140,7 +141,7 @@ def _resume(directory: Path, progress, echo) -> str:
 
 def _execute(config, directory: Path, start, progress, echo) -> str:
   mesh = devices.seed_mesh(config.devices)
-  path = _checkpoint_path(directory)
+  path = checkpoint_path(directory)
   meta_path = directory / results_lib.METADATA
   metadata = (results_lib.read_json(meta_path) if start is not None and meta_path.is_file()
               else _environment(config, mesh))
@@ -251,7 +252,8 @@ def _locked(directory: Path, echo):
     yield
 
 
-def _checkpoint_path(directory: Path) -> Path:
+def checkpoint_path(directory: Path) -> Path:
+  """This process's checkpoint file in the run `directory` (checkpoint.p<i>.npz with several)."""
   if jax.process_count() == 1:
     return directory / "checkpoint.npz"
   return directory / f"checkpoint.p{jax.process_index()}.npz"
@@ -276,7 +278,7 @@ def _environment(config, mesh) -> dict:
                 "record": config.record,
                 "state_bytes_per_seed": sweep_lib.state_bytes(config.build, config.grid,
                                                               config.steps, config.static())},
-      "effective": config.effective(),
+      "effective": config.effective,
       "imports": config_lib.import_modules(tomllib.loads(config.text).get("import", [])),
   }
 

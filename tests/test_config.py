@@ -125,7 +125,7 @@ def test_overrides_are_written_into_the_config_text():
 def test_effective_values_include_the_constructors_defaults():
   c = config.loads(make(env='name = "example1"', agent='name = "vpo"',
                         extra="[agent.solver]\nstarts = 4", grid="r_max = [3.0, 4.0]"))
-  effective = c.effective()
+  effective = c.effective
   assert effective["env"] == {"name": "example1", "p": 0.0, "beta": 0.5}     # r_max is swept
   vpo = effective["agent"]["vpo"]
   assert vpo["alpha"] == 1.0 and vpo["pi_cal"] is None
@@ -136,7 +136,7 @@ def test_effective_values_include_defaults_passed_through_kwargs():
   # neural agents take their training settings as **training: their defaults are recorded too
   c = config.loads('family = "neural"\nseeds = 1\nsteps = 5\n[env]\nname = "synthetic"\n'
                    '[agent]\nname = "neural_ucb"\nwidth = 16')
-  ucb = c.effective()["agent"]["neural_ucb"]
+  ucb = c.effective["agent"]["neural_ucb"]
   assert ucb["width"] == 16 and ucb["train_steps"] == 10 and ucb["batch_size"] is None
   assert ucb["scaling"] == "mean" and ucb["form"] == "paper" and ucb["nu"] == 0.1
 

@@ -37,10 +37,13 @@ reads back.
 (`registry.Family`: names, parameters with kind, static or traced, range). The Python sweep's
 static fields, TOML validation and error messages, and `rbx run` read that declaration; this
 package names no family. Family-specific analysis (the RLHF paper's regret exponent) is a hook
-of the family's declaration, used by `plots` and `report`.
+of the family's declaration, used by `plots` and `rbx.report`.
 
 Modules: `protocol`, `registry`, `sweep`, `driver`, `grid`, `record`, `progress`, `devices`,
 `checkpoint`, `memory` (the estimate a sweep is checked against), `rundir` (run directories:
-lock, status), `results`, `plots`, `report`.
+lock, status), `results`, `plots`. They import no module above them — not the families
+(`rbx.rlhf`, `rbx.neural`, `rbx.data`), nor `rbx.config`, `rbx.experiment`, `rbx.report`
+or `rbx.cli`, which use them; a config reaches them as plain values, its `build` a
+`registry.Build` (tests/test_floors.py checks every import).
 """
 from rbx.core.protocol import Agent, Environment, Run, Transition, pair, rollout  # noqa: F401

@@ -260,7 +260,7 @@ def setting(res: results_lib.Results) -> str:
 
 
 def partial_label(res: results_lib.Results) -> str | None:
-  """The label of an interrupted run's results (`rbx.core.report.partial`), "partial: step t
+  """The label of an interrupted run's results (`rbx.report.partial`), "partial: step t
   of T" and how many grid points have run if not all; None for a complete run."""
   if res.complete:
     return None

@@ -247,6 +247,33 @@ class Family:
     return env, agent
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Build:
+  """`build(**point) -> (env, agent)` for `rbx.sweep` from resolved values (a config's,
+  `rbx.config.Config.build`): environment `env` and the agent that `{**fixed, **point}` names
+  under "agent", each given the values it declares (the module docstring's rule, over one
+  environment and its agents), built by `Family.build`.
+
+  Attributes:
+    family: the `Family`.
+    env: the environment's name.
+    fixed: the values that are not swept (the agent's name as "agent" unless swept).
+    steps: T (`Family.prepare` gives it to a schedule).
+  """
+  family: Family
+  env: str
+  fixed: Mapping[str, Any]
+  steps: int
+
+  def __call__(self, **point):
+    values = {**self.fixed, **point}
+    name = values["agent"]
+    env_entry, agent_entry = self.family.envs[self.env], self.family.agents[name]
+    return self.family.build(self.env, {k: values[k] for k in env_entry.params if k in values},
+                             name, {k: values[k] for k in agent_entry.params if k in values},
+                             self.steps)
+
+
 FAMILIES: dict[str, Family] = {}
 
 

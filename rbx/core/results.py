@@ -28,12 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from rbx.core import rundir
 from rbx.core.grid import Grid, plain, select
 from rbx.core.record import Recorder
 
 ARRAYS = "results.npz"
 INDEX = "results.json"
-METADATA = "metadata.json"
+METADATA = rundir.METADATA
 CONFIG = "config.toml"
 
 QUANTILES = (0.1, 0.9)          # the spread beside the median: the 10% and 90% quantiles over seeds
@@ -317,14 +318,13 @@ def save(directory: str | os.PathLike, results: Results) -> None:
 def load(directory: str | os.PathLike) -> Results:
   """The `Results` of a finished run directory (or of `Results.save`), with its config and
   metadata (`rbx.load`, `Results.load`). An interrupted run's records so far:
-  `rbx.core.report.load`.
+  `rbx.report.load`.
 
   Raises:
     FileNotFoundError: `directory` holds no results (yet), saying why (`rundir.describe`).
   """
   directory = Path(directory)
   if not (directory / INDEX).is_file():
-    from rbx.core import rundir            # it imports this module
     raise FileNotFoundError(f"no {INDEX} in {directory}: {rundir.describe(directory)}")
   index = read_json(directory / INDEX)
   axes = tuple(index["axes"])

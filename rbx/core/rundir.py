@@ -24,10 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rbx.core.results import METADATA
-
 COMPLETE, INTERRUPTED, RUNNING, FAILED = "complete", "interrupted", "running", "failed"
 LOCK = "run.lock"
+METADATA = "metadata.json"       # the status, with the run's settings (`rbx.experiment`)
 
 
 class LockedError(OSError):

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import rbx
-from rbx import cli, config, experiment, rlhf
-from rbx.core import Agent, memory, registry, report, rundir
+from rbx import cli, config, experiment, report, rlhf
+from rbx.core import Agent, memory, registry, rundir
 from rbx.core import results as results_lib
 from rbx.core import sweep as sweep_lib
 from helpers import example1_sweep

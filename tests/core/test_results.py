@@ -16,8 +16,8 @@ import rbx
 
 from matplotlib.figure import Figure
 
-from rbx import cli
-from rbx.core import checkpoint, plots, report
+from rbx import cli, report
+from rbx.core import checkpoint, plots
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid
 from rbx.core.record import Recorder

@@ -151,7 +151,7 @@ def test_ctrl_c_stops_after_a_chunk_and_bad_checkpoints_are_reported(reference, 
   assert proc.returncode == 130, log
   assert "stopping after this chunk" in log and "--resume" in log
   assert results_lib.read_json(out / "metadata.json")["status"] == "interrupted"
-  with pytest.raises(FileNotFoundError, match="status is 'interrupted'.*--resume"):
+  with pytest.raises(FileNotFoundError, match="was interrupted at .*--resume"):
     results_lib.load(out)
 
   # a changed config, and both checkpoints corrupt, are refused before anything runs

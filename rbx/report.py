@@ -1,5 +1,7 @@
-"""`rbx report DIR`: a Markdown summary of a run — what ran, where and how fast, R(T) per
-grid point with its 95% CI (clipped at 0) and quantiles, the regret exponents, and the plots (`rbx.core.plots`).
+"""`rbx report DIR`: a Markdown summary of a run directory (`rbx.experiment`) — what ran,
+where and how fast, R(T) per grid point with its 95% CI (clipped at 0) and quantiles, the
+regret exponents, and the plots (`rbx.core.plots`). It sits beside `rbx.experiment`, above
+the shared machinery of `rbx.core` that it reads with.
 
 An interrupted run, or one still running (no results yet, a checkpoint), is reported from its
 newest checkpoint as far as it got (`load`, `partial`), labelled "partial: step t of T". The
@@ -52,7 +54,7 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   directory = Path(directory)
   if (directory / results_lib.INDEX).is_file():
     return results_lib.load(directory)
-  path = experiment._checkpoint_path(directory)
+  path = experiment.checkpoint_path(directory)
   meta_path = directory / results_lib.METADATA
   status = results_lib.read_json(meta_path).get("status") if meta_path.is_file() else None
   if (status not in (rundir.INTERRUPTED, rundir.RUNNING)
@@ -215,7 +217,7 @@ def summary_table(res: results_lib.Results) -> list[str]:
 
 
 def _effective(effective: dict, config: dict) -> str:
-  """`rbx.config.Config.effective`'s table as "env (p = 0.0, ...); algorithm1 (...)". A value
+  """`rbx.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); algorithm1 (...)". A value
   that the config sets in [env] only (Example 2's kappa) is the environment's: it is listed
   there, not under agents with a parameter of that name (a schedule's κ, unused by a
   constant α)."""
