@@ -91,3 +91,14 @@ def test_validation():
   with pytest.raises(ValueError, match="solver"):
     rlhf.linear_agents.algorithm1(solver={"starts": 2})
   assert isinstance(linear.LINEAR_SOLVER, SolverConfig)
+
+
+def test_the_config_keys_are_the_tabular_agents():
+  env_params = dict(num_prompts=5, num_actions=3, dim=2)
+  for name in ("linear_algorithm1", "linear_vpo", "linear_xpo", "linear_greedy"):
+    params = {"solver": {"starts": 2}} | ({} if name == "linear_greedy" else {
+        "schedule": "power", "nu": 2.0, "n": 0.5})
+    _, agent = rlhf.FAMILY.build("contextual", env_params, name, params, steps=10)
+    assert agent.name == name
+  with pytest.raises(ValueError, match="agent.solver key"):
+    rlhf.FAMILY.build("contextual", env_params, "linear_xpo", {"solver": {"strats": 2}}, 10)
