@@ -46,7 +46,7 @@ def matmul_rate(n: int = 1024, repeats: int = 5) -> float:
   return 2 * n ** 3 / best
 
 
-def step_cost(X: int, A: int, d: int, T: int, config=LINEAR_SOLVER, bonus: bool = True):
+def step_cost(X: int, A: int, d: int, T: int, config=LINEAR_SOLVER):
   """(flops, passes over φ, trial evaluations of F) of one update (module docstring)."""
   dc, it = min(config.dc_iterations, config.iterations), config.iterations
   f_steps = it - dc
@@ -54,7 +54,6 @@ def step_cost(X: int, A: int, d: int, T: int, config=LINEAR_SOLVER, bonus: bool 
   laplacians = config.starts * it
   flops = passes * 2 * (X * A * d + T * d) + laplacians * 2 * T * d * d
   trials = 2 * d + 2 + config.starts * config.line_search * (dc + 2 * f_steps)
-  del bonus
   return flops, passes, trials
 
 

@@ -18,8 +18,8 @@ the data leave θ free.
 **Method** (the exact solver's, `rbx.rlhf.solver`, with its `SolverConfig`, start selection
 and conjugate gradients). Candidate starts: the centre θ = 0, the warm start, and the
 boundary points u/h(u) on the rays u ∈ {−1, 0, 1}^d \\ 0 for d ≤ `max_vertex_actions` (with
-one-hot φ, all the box's non-constant vertices), else u = ±e_i (2d); `starts` of them are refined, the centre and the warm start always, the others
-by F. Each refinement takes `dc_iterations` DC steps (ascend the concave minorant
+one-hot φ, all the box's non-constant vertices), else u = ±e_i (2d); `starts` of them are
+refined, the centre and the warm start always, the others by F. Each refinement takes `dc_iterations` DC steps (ascend the concave minorant
 M(θ) = ℓ(θ) + α ∇J*(θ₀)ᵀθ of the start θ₀, ranked by M) and then steps on F. A step tries
 the Newton direction of ℓ plus the linear term (CG on −∇²ℓ, d × d) and, on F, the gradient
 scaled so that its rewards span r_max, each at `line_search` step sizes; on the boundary of K
