@@ -6,7 +6,8 @@ and `contextual` the environments with many prompts and features.
 `rbx.rlhf.sweep` is `rbx.sweep`; `simulate` runs one seed (`rbx.simulate`).
 """
 from rbx.core.sweep import simulate, sweep
-from rbx.rlhf import analysis, assumptions, contextual, policies, practical, registry
+from rbx.rlhf import (analysis, assumptions, contextual, linear, linear_agents, policies,
+                      practical, registry)
 from rbx.rlhf.agents import AgentState, algorithm1, greedy, modified, selm, vpo, xpo
 from rbx.rlhf.contextual import (ContextualPreferenceEnv, ContextualTask, make_contextual,
                                  random_contextual)
@@ -18,7 +19,7 @@ from rbx.rlhf.solver import SolverConfig, objective, solve_optimistic
 
 __all__ = [
     "analysis", "assumptions", "registry", "FAMILY", "get",
-    "contextual", "policies", "practical", "ContextualPreferenceEnv", "ContextualTask",
+    "contextual", "linear", "linear_agents", "policies", "practical", "ContextualPreferenceEnv", "ContextualTask",
     "make_contextual", "random_contextual",
     "AgentState", "algorithm1", "greedy", "modified", "selm", "vpo", "xpo",
     "PreferenceEnv", "Prompt", "Query", "Task", "example1", "example2", "make_env", "preference",

@@ -18,8 +18,8 @@ import jax
 
 from rbx import _checks, schedules
 from rbx.core import registry as reg
-from rbx.rlhf import (agents, analysis, assumptions, contextual, env as env_lib, policies,
-                      practical)
+from rbx.rlhf import (agents, analysis, assumptions, contextual, env as env_lib,
+                      linear_agents, policies, practical)
 from rbx.rlhf.solver import SolverConfig
 
 SCHEDULE_PARAMS = {
@@ -127,6 +127,11 @@ FAMILY.agent("modified", agents.modified,
 FAMILY.agent("xpo", agents.xpo, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
 FAMILY.agent("selm", agents.selm, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
 FAMILY.agent("greedy", agents.greedy, {"pi_init": POLICY, **SOLVER})
+
+FAMILY.agent("linear_algorithm1", linear_agents.algorithm1, {**SCHEDULE_PARAMS, **SOLVER})
+FAMILY.agent("linear_vpo", linear_agents.vpo, {**SCHEDULE_PARAMS, "pi_cal": POLICY, **SOLVER})
+FAMILY.agent("linear_xpo", linear_agents.xpo, {**SCHEDULE_PARAMS, **SOLVER})
+FAMILY.agent("linear_greedy", linear_agents.greedy, SOLVER)
 
 PRACTICAL = {
     "policy": reg.string(policies.POLICIES, doc="the parametric policy (rbx.rlhf.policies)"),

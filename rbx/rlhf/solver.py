@@ -205,7 +205,7 @@ def _screened(problem, r_max, r_init, config):
   return cands, values, relaxed
 
 
-def _selected(values, relaxed, starts):
+def select_starts(values, relaxed, starts):
   """Indices of the `starts` candidates to refine (step 1): alternately the best remaining by
   the relaxed score and by F; the relaxed score is +inf at the centre and the warm start, so
   they are taken in its first turns; shape (starts,)."""
@@ -224,7 +224,7 @@ def _solve_dc(problem, r_max, r_init, config):
   if cands.shape[0] > config.starts:
     if config.screen == "value":
       relaxed = values
-    cands = cands[_selected(values, relaxed, config.starts)]
+    cands = cands[select_starts(values, relaxed, config.starts)]
   if config.keep < cands.shape[0]:
     slopes = jax.vmap(problem.slope)(cands)
     cands = _refine(problem, r_max, cands, config, 0, config.prune_after, slopes)
@@ -368,7 +368,7 @@ def _ascent_step(r, value, problem, r_max, config, slope=None):
   g_free = jnp.where(free, g, 0.0)
   ridge = 1e-6 * (1.0 + jnp.max(jnp.diag(lap)) + coef * jnp.max(pi * (1.0 - pi)))
   gmax = jnp.max(jnp.abs(g_free))
-  cg = lambda m: _truncated_cg(m, g_free, free, ridge, jnp.diag(lap), config.cg_iterations)
+  cg = lambda m: truncated_cg(m, g_free, free, ridge, jnp.diag(lap), config.cg_iterations)
   directions = [cg(newton_l)]                                       # Newton on ℓ + linear
   if slope is None or config.dc_gradient:
     directions.append(g_free * r_max / jnp.where(gmax > 0, gmax, 1.0))   # scaled gradient
@@ -397,7 +397,7 @@ def _each(f, xs, num_actions):
   return jax.vmap(f)(xs) if num_actions < _SEQUENTIAL_FROM else jax.lax.map(f, xs)
 
 
-def _truncated_cg(m, b, free, ridge, diag, iterations):
+def truncated_cg(m, b, free, ridge, diag, iterations):
   """Solves (M + ridge·I) x = b, M the matrix of the product `m` (A,) -> (A,), on the `free`
   coordinates by conjugate gradients preconditioned
   by `diag` + ridge (the Laplacian's diagonal, > 0), at most min(A + 2, `iterations`) steps.

@@ -1,0 +1,92 @@
+"""Seed-steps per second of the linear agents (`rbx.rlhf.linear_agents`), their flops per step
+and the fraction of this machine's measured matmul rate they reach.
+
+    python benchmarks/linear_throughput.py [--prompts 1000 10000] [--dim 16] [--seeds 16]
+                                           [--steps 50] [--seed-batch 16]
+
+For each |X|: one `rlhf.sweep` per agent at its defaults on `random_contextual(key(0), |X|,
+A = 10, d)`; seed-steps/s from the sweep's run time (compile excluded). The matmul rate is
+measured in the same run (a float32 (n, n) @ (n, n) product, best of 5), because the machine
+may be shared: compare the ratio, not the absolute rate.
+
+Flops per step, from the method (`rbx.rlhf.linear`'s "Cost"): a pass over φ (a product
+φθ or φᵀv) is 2·|X|·A·d flops, a pass over the data buffer 2·T·d, the Laplacian 2·T·d².
+A step makes 1 (π_cal's mean) + 1 (the warm start) + 1 (the new policy) passes over φ, and
+per refined start 1 (its slope) + 1 per DC iteration (its Newton direction) + 3 per F
+iteration (the slope, the Newton direction and the gradient), as many passes over Z, and one
+Laplacian per iteration. Elementwise work (log-sum-exp of every trial point: |X|·A
+exponentials each) is not counted as flops; the script reports the count of those
+evaluations too.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbx import rlhf
+from rbx.rlhf.linear import LINEAR_SOLVER
+
+AGENTS = ("linear_greedy", "linear_xpo", "linear_vpo", "linear_algorithm1")
+
+
+def matmul_rate(n: int = 1024, repeats: int = 5) -> float:
+  """Flops/s of a float32 (n, n) @ (n, n) product on the default device, best of `repeats`."""
+  a = jax.random.normal(jax.random.key(0), (n, n))
+  f = jax.jit(lambda a: a @ a)
+  f(a).block_until_ready()
+  best = np.inf
+  for _ in range(repeats):
+    start = time.perf_counter()
+    f(a).block_until_ready()
+    best = min(best, time.perf_counter() - start)
+  return 2 * n ** 3 / best
+
+
+def step_cost(X: int, A: int, d: int, T: int, config=LINEAR_SOLVER):
+  """(flops, passes over φ, trial evaluations of F) of one update (module docstring)."""
+  dc, it = min(config.dc_iterations, config.iterations), config.iterations
+  f_steps = it - dc
+  passes = 3 + config.starts * (1 + dc + 3 * f_steps)
+  laplacians = config.starts * it
+  flops = passes * 2 * (X * A * d + T * d) + laplacians * 2 * T * d * d
+  trials = 2 * d + 2 + config.starts * config.line_search * (dc + 2 * f_steps)
+  return flops, passes, trials
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--prompts", type=int, nargs="+", default=[1000, 10000])
+  parser.add_argument("--actions", type=int, default=10)
+  parser.add_argument("--dim", type=int, default=16)
+  parser.add_argument("--seeds", type=int, default=16)
+  parser.add_argument("--steps", type=int, default=50)
+  parser.add_argument("--seed-batch", type=int, default=16)
+  parser.add_argument("--agents", nargs="+", default=list(AGENTS))
+  args = parser.parse_args(argv)
+  rate = matmul_rate()
+  print(f"matmul rate (float32 1024^3, best of 5): {rate / 1e9:.1f} GFlop/s; "
+        f"devices {jax.device_count()}; solver {LINEAR_SOLVER}")
+  print("| |X| | agent | seed-steps/s | MFlop/step | passes over φ | F trials | GFlop/s | "
+        "of matmul rate | compile s |")
+  print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+  for X in args.prompts:
+    env = rlhf.random_contextual(jax.random.key(0), X, args.actions, args.dim, 0.5, 4.0)
+    flops, passes, trials = step_cost(X, args.actions, args.dim, args.steps)
+    for name in args.agents:
+      res = rlhf.sweep(lambda name=name: (env, rlhf.get(name)), {}, seeds=args.seeds,
+                       steps=args.steps, seed_batch=args.seed_batch, progress=False,
+                       record="summary")
+      sps = res.timing["seed_steps_per_second"]
+      achieved = sps * flops
+      print(f"| {X} | {name} | {sps:.1f} | {flops / 1e6:.1f} | {passes} | {trials} | "
+            f"{achieved / 1e9:.2f} | {achieved / rate:.3f} | "
+            f"{res.timing['compile_seconds']:.0f} |", flush=True)
+  print(f"matmul rate again: {matmul_rate() / 1e9:.1f} GFlop/s")
+
+
+if __name__ == "__main__":
+  main()

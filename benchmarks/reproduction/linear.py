@@ -1,0 +1,187 @@
+"""Optimistic MLE over a shared linear reward against the practical and tabular agents.
+
+`run(full, figdir) -> (markdown, finding)`; `python benchmarks/reproduction/linear.py [--full]`
+runs it alone, saves its figures beside this file and prints the markdown (the committed
+quick-scale fragment is benchmarks/reproduction/linear.md).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+from matplotlib.figure import Figure
+
+from rbx import rlhf
+from rbx.core import results as results_lib
+
+TITLE = "Optimistic MLE over a shared linear reward (contextual RLHF)"
+LINEAR = ("linear_algorithm1", "linear_vpo", "linear_xpo", "linear_greedy")
+PRACTICAL = ("practical_algorithm1", "practical_vpo", "practical_xpo", "online_dpo")
+TABULAR = ("algorithm1", "vpo", "xpo", "greedy")
+NO_BONUS = ("linear_greedy", "online_dpo", "greedy")
+BETA, R_MAX, ALPHA = 0.5, 4.0, 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+  """This section's sizes at one scale."""
+  prompts: tuple[int, ...]     # |X| values
+  dims: tuple[int, ...]        # d values
+  actions: int                 # A
+  steps: int                   # T
+  seeds: int                   # seeds per agent
+  seeds_largest: int           # seeds at the largest |X| (10,000 at full scale)
+  tabular_at: int              # |X| at which the tabular exact agents also run
+
+
+QUICK = Sizes(prompts=(100, 1000), dims=(4,), actions=10, steps=100, seeds=8, seeds_largest=8,
+              tabular_at=100)
+FULL = Sizes(prompts=(100, 1000, 10000), dims=(4, 16), actions=10, steps=1000, seeds=256,
+             seeds_largest=64, tabular_at=100)
+
+
+def _agent(name: str):
+  """The agent with the section's α (no α for the no-bonus controls); practical agents on the
+  log-linear policy, their other settings at their defaults."""
+  kwargs = {} if name in NO_BONUS else {"alpha": ALPHA}
+  if name in PRACTICAL:
+    kwargs["policy"] = "loglinear"
+  return rlhf.get(name, **kwargs)
+
+
+def _interval(x, axis=0):
+  """Mean and the half-width of its 95% t-interval (normal quantile) along `axis`."""
+  x = np.asarray(x, np.float64)
+  n = x.shape[axis]
+  return x.mean(axis), 1.96 * x.std(axis, ddof=1) / np.sqrt(n)
+
+
+def _ranking(finals: dict[str, np.ndarray]) -> list[str]:
+  """Markdown rows: agents by mean R(T), each with its interval and the paired difference to
+  the next-ranked agent (same seeds: same prompt sequence) with its 95% interval."""
+  order = sorted(finals, key=lambda k: finals[k].mean())
+  rows = ["| rank | agent | R(T) [95% CI] | R(T) − next's, paired [95% CI] |",
+          "|---:|---|---:|---:|"]
+  for i, name in enumerate(order):
+    m, h = _interval(finals[name])
+    diff = "—"
+    if i + 1 < len(order):
+      dm, dh = _interval(finals[name] - finals[order[i + 1]])
+      sep = "**" if abs(dm) > dh else ""
+      diff = f"{sep}{dm:+.2f}{sep} [{dm - dh:+.2f}, {dm + dh:+.2f}]"
+    rows.append(f"| {i + 1} | {name} | {m:.2f} [{m - h:.2f}, {m + h:.2f}] | {diff} |")
+  return rows
+
+
+def _curves(ax, regrets: dict[str, np.ndarray], title: str):
+  """Mean per-step regret with 95% bands, log-scaled y (per-step regret is > 0)."""
+  colours = {"linear": "C0", "practical": "C1", "tabular": "C2", "online": "C1", "greedy": "C2"}
+  styles = {"algorithm1": "-", "vpo": "--", "xpo": ":", "greedy": "-.", "dpo": "-."}
+  for name, reg in regrets.items():
+    m, h = _interval(reg, axis=0)
+    t = np.arange(1, m.shape[0] + 1)
+    family = name.split("_")[0] if "_" in name else "tabular"
+    colour = colours.get(family, "C2")
+    style = styles[name.split("_")[-1]]
+    ax.plot(t, m, style, color=colour, label=name, lw=1.4)
+    ax.fill_between(t, np.maximum(m - h, 1e-4), m + h, color=colour, alpha=0.12)
+  ax.set_yscale("log")
+  ax.set_xlabel("step t")
+  ax.set_ylabel("per-step regret (mean, 95% band)")
+  ax.set_title(title, fontsize=9)
+
+
+def run(full: bool, figdir) -> tuple[str, str]:
+  """Every linear, practical (log-linear) and, at |X| = `tabular_at`, tabular agent on a
+  random contextual instance per (|X|, d): mean regret curves with bands and the ranking by
+  R(T) with paired intervals."""
+  scale = FULL if full else QUICK
+  A, T = scale.actions, scale.steps
+  lines = [f"## {TITLE}", "",
+           f"Scale: {'full' if full else 'quick'} — |X| ∈ {list(scale.prompts)}, "
+           f"d ∈ {list(scale.dims)}, A = {A}, T = {T}, {scale.seeds} seeds "
+           f"({scale.seeds_largest} at the largest |X|)"
+           + ("." if full else "; the issue's full scale (|X| up to 10,000, d ∈ {4, 16}, T = "
+              "1,000, 256 seeds, 64 at 10,000) is `python benchmarks/reproduction/linear.py "
+              "--full` (not run here: this quick scale ran on a shared, loaded 2-core CPU)."),
+           "",
+           f"Instances: `rlhf.random_contextual(key(0), |X|, {A}, d, β = {BETA:g}, r_max = "
+           f"{R_MAX:g}, deviation = 1)` (φ ∼ N(0, I/d), r* = θ*ᵀφ scaled into [0, r_max], "
+           "uniform π_ref and ρ); one instance per (|X|, d), the seeds' prompts and comparisons "
+           "differ, and seed s sees the same prompt sequence under every agent (pairing). "
+           f"α = {ALPHA:g} (constant) for every scheme with a bonus; VPO calibrates with π_ref. "
+           "`linear_*`: θ ∈ R^d shared by all prompts, the optimistic step solved globally over "
+           "the reward-range set (`rbx.rlhf.linear`). Practical agents: the log-linear policy "
+           "π_θ ∝ π_ref exp(θᵀφ/β) at their defaults. Tabular exact agents: every prompt a "
+           "separate bandit in the box [0, r_max]^A (they ignore φ).", ""]
+  best = {}
+  for X in scale.prompts:
+    seeds = scale.seeds_largest if X == max(scale.prompts) else scale.seeds
+    names = LINEAR + PRACTICAL + (TABULAR if X == scale.tabular_at else ())
+    for d in scale.dims:
+      env = rlhf.random_contextual(jax.random.key(0), X, A, d, BETA, R_MAX, deviation=1.0)
+      regrets, finals = {}, {}
+      for name in names:
+        start = time.time()
+        res = rlhf.sweep(lambda name=name: (env, _agent(name)), {}, seeds=seeds, steps=T,
+                         progress=False)
+        regrets[name], finals[name] = res.regret, res.final()
+        print(f"[linear] |X| = {X}, d = {d}, {name}: R(T) {finals[name].mean():.2f} "
+              f"({time.time() - start:.0f} s)", file=sys.stderr, flush=True)
+      fig = Figure(figsize=(6.4, 4.0))
+      ax = fig.subplots()
+      _curves(ax, regrets, f"|X| = {X}, A = {A}, d = {d}, β = {BETA:g}, r_max = {R_MAX:g}, "
+              f"α = {ALPHA:g}; {seeds} seeds")
+      ax.legend(fontsize=7, ncol=2, loc="center left", bbox_to_anchor=(1.01, 0.5))
+      path = figdir / f"linear_X{X}_d{d}.png"
+      fig.savefig(path, dpi=110, bbox_inches="tight")
+      first = regrets[LINEAR[0]].mean(axis=0)[0]
+      lines += [f"### |X| = {X}, d = {d} ({seeds} seeds, T = {T})", "",
+                f"![regret curves]({figdir.link(path)})", "",
+                f"Mean per-step regret against t with 95% bands (log scale); at t = 1 every "
+                f"agent deploys π_ref (regret {first:.3f}).", "",
+                "Ranking by R(T) (cumulative regret at T); the difference column is paired "
+                "over seeds, bold where its 95% interval excludes 0:", ""]
+      lines += _ranking(finals) + [""]
+      order = sorted(finals, key=lambda k: finals[k].mean())
+      best[X, d] = (order[0], {k: float(v.mean()) for k, v in finals.items()})
+  parts = []
+  for (X, d), (top, means) in best.items():
+    lin = min(LINEAR, key=means.get)
+    prac = min(PRACTICAL, key=means.get)
+    parts.append(f"|X| = {X}, d = {d}: best {top}; best linear {lin} R(T) {means[lin]:.1f} vs "
+                 f"best practical {prac} {means[prac]:.1f}, linear_greedy "
+                 f"{means['linear_greedy']:.1f}")
+  finding = (f"Shared linear reward ({'full' if full else 'quick'} scale, T = {T}): "
+             + "; ".join(parts) + ".")
+  return "\n".join(lines), finding
+
+
+class _Figures:
+  """A stand-in for the report's figure directory: files in `path`, links relative to it."""
+
+  def __init__(self, path: Path):
+    self.path = path
+    path.mkdir(parents=True, exist_ok=True)
+
+  def __truediv__(self, name: str) -> Path:
+    return self.path / name
+
+  def link(self, path) -> str:
+    return Path(path).name
+
+
+if __name__ == "__main__":
+  parser = argparse.ArgumentParser(description=__doc__)
+  parser.add_argument("--full", action="store_true", help="the issue's full scale")
+  parser.add_argument("--figdir", type=Path, default=Path(__file__).resolve().parent)
+  args = parser.parse_args()
+  markdown, finding = run(args.full, _Figures(args.figdir))
+  print(markdown)
+  print()
+  print("Finding:", finding)

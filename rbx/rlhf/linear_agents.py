@@ -1,0 +1,140 @@
+"""The exploration schemes of `rbx.rlhf.agents` over a shared linear reward r_θ = θᵀφ.
+
+On a contextual environment (`rbx.rlhf.contextual`, features φ(x, a) ∈ R^d) the tabular
+agents solve |X| separate bandits and cannot generalise across prompts. These agents keep one
+θ ∈ R^d for all prompts: the update adds the comparison's feature difference
+z = φ(x, a+) − φ(x, a−) to the data (`rbx.rlhf.linear.LinearData`), re-fits
+
+    θ^(t+1) = argmax_{θ ∈ K} ℓ(θ; D^(t)) + α_t J*(r_θ; π_cal)          ((3.1a)/(3.2a))
+
+globally with `rbx.rlhf.linear.solve_linear` (K: reward range ≤ r_max at every prompt), and
+deploys π^(t+1) = π_{r_θ}, (2.4): log π(a|x) = log π_ref(a|x) + θᵀφ(x, a)/β − log Z(x)
+((3.1b)/(3.2b)). The answers and the calibration policy are the tabular agents':
+
+==================  ===========  ===========  ==============  ============
+agent               a1 ~         a2 ~         π_cal           α
+==================  ===========  ===========  ==============  ============
+`linear_algorithm1` π^(t−1)      π^(t)        π^(t)           schedule α_t
+`linear_vpo`        π^(t)        π^(t)        fixed (arg)     constant
+`linear_xpo`        π^(t)        π_ref        π_ref           constant
+`linear_greedy`     π^(t)        π^(t)        —               0
+==================  ===========  ===========  ==============  ============
+
+θ is shared, so every scheme re-solves one d-dimensional problem a step (not |X| of A
+dimensions): O(starts × iterations × (|X|·A·d + T·d²)) whatever t is (`rbx.rlhf.linear`).
+π^(1) = π_ref (θ = 0). β > 0.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from rbx import _checks, schedules
+from rbx.core.protocol import Agent
+from rbx.rlhf.env import Prompt, Query
+from rbx.rlhf.linear import LINEAR_SOLVER, LinearData, LinearProblem, solve_linear
+from rbx.rlhf.solver import SolverConfig
+
+
+class LinearState(NamedTuple):
+  """State carried between steps. Shapes: X prompts, A actions, d features, T steps.
+
+  Attributes:
+    theta: θ^(t), (d,). theta_prev: θ^(t−1), (d,) (Algorithm 1 samples a1 from π_{θ^(t−1)}).
+    data: the comparisons so far (`LinearData`, capacity T).
+    log_pi: log π^(t) = log π_{r_θ}, (X, A).
+    t: the iteration t about to run, starting at 1; int32 scalar.
+  """
+  theta: chex.Array
+  theta_prev: chex.Array
+  data: LinearData
+  log_pi: chex.Array
+  t: chex.Array
+
+
+def algorithm1(alpha: schedules.Schedule | float = 1.0,
+               solver: SolverConfig = LINEAR_SOLVER) -> Agent:
+  """Algorithm 1 with a linear reward: a1 ~ π^(t−1), a2 ~ π^(t), π_cal = π^(t), α_t."""
+  return _make("linear_algorithm1", alpha, "prev", "current", "current", None, solver)
+
+
+def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None,
+        solver: SolverConfig = LINEAR_SOLVER) -> Agent:
+  """VPO with a linear reward: a1, a2 ~ π^(t), a fixed π_cal (default the task's), constant α."""
+  return _make("linear_vpo", alpha, "current", "current", "fixed", pi_cal, solver)
+
+
+def xpo(alpha: schedules.Schedule | float = 1.0, solver: SolverConfig = LINEAR_SOLVER) -> Agent:
+  """XPO with a linear reward: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref."""
+  return _make("linear_xpo", alpha, "current", "ref", "ref", None, solver)
+
+
+def greedy(solver: SolverConfig = LINEAR_SOLVER) -> Agent:
+  """Online MLE of the linear reward with no bonus (α = 0): a1, a2 ~ π^(t); the control."""
+  return _make("linear_greedy", 0.0, "current", "current", "ref", None, solver)
+
+
+def log_policy(theta, task):
+  """log π_{r_θ} of (2.4) at every prompt, (X, A)."""
+  return jax.nn.log_softmax(jnp.log(task.pi_ref) + task.features @ theta / task.beta, axis=-1)
+
+
+def _make(name, alpha, source1, source2, calibration, pi_cal, solver):
+  schedule = alpha if callable(alpha) else schedules.constant(alpha)
+  if not isinstance(solver, SolverConfig):
+    raise ValueError(f"solver must be a rbx.rlhf.SolverConfig, got {type(solver).__name__}")
+  if pi_cal is not None:
+    _checks.probability("pi_cal", pi_cal)
+
+  def cal_policy(state: LinearState, task):
+    if calibration == "current":
+      return jnp.exp(state.log_pi)
+    if calibration == "fixed":
+      return task.pi_cal if pi_cal is None else jnp.broadcast_to(
+          jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
+    return task.pi_ref
+
+  def init(key, task, horizon: int) -> LinearState:
+    del key
+    if not hasattr(task, "features"):
+      raise ValueError(f"{name} needs an environment with features φ(x, a) (a contextual "
+                       f"environment, rbx.rlhf.random_contextual), got {type(task).__name__}")
+    if _checks.is_concrete(task.beta):
+      _checks.positive("beta", task.beta)
+    d = task.features.shape[-1]
+    theta = jnp.zeros(d, task.features.dtype)
+    return LinearState(theta=theta, theta_prev=theta,
+                       data=LinearData(jnp.zeros((horizon, d)), jnp.zeros((), jnp.int32)),
+                       log_pi=log_policy(theta, task), t=jnp.ones((), jnp.int32))
+
+  def act(key, state: LinearState, obs: Prompt, task):
+    k1, k2 = jax.random.split(key)
+    x = obs.x
+    logs = {"prev": lambda: log_policy(state.theta_prev, _at(task, x)),
+            "current": lambda: state.log_pi[x], "ref": lambda: jnp.log(task.pi_ref[x])}
+    a1 = jax.random.categorical(k1, logs[source1]())
+    a2 = jax.random.categorical(k2, logs[source2]())
+    return state, Query(a1, a2, state.log_pi)
+
+  def update(key, state: LinearState, obs: Prompt, query: Query, a1_wins, task):
+    del key
+    phi = task.features[obs.x]
+    z = jnp.where(a1_wins, 1.0, -1.0) * (phi[query.a1] - phi[query.a2])
+    data = LinearData(state.data.z.at[state.data.count].set(z), state.data.count + 1)
+    cal = cal_policy(state, task)
+    cal_mean = jnp.einsum("xa,xad->d", task.rho[:, None] * cal, task.features)
+    problem = LinearProblem(task.features, jnp.log(task.pi_ref), task.rho, task.beta,
+                            schedule(state.t), task.r_max, data, cal_mean)
+    theta = solve_linear(problem, state.theta, solver)
+    return LinearState(theta=theta, theta_prev=state.theta, data=data,
+                       log_pi=log_policy(theta, task), t=state.t + 1)
+
+  return Agent(name, init, act, update)
+
+
+def _at(task, x):
+  """The task's π_ref, φ and β at prompt x (for `log_policy` at one prompt)."""
+  return task._replace(pi_ref=task.pi_ref[x], features=task.features[x])

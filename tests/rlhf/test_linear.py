@@ -1,0 +1,104 @@
+"""The optimistic step over a shared linear reward (`rbx.rlhf.linear`) and its agents."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rbx import rlhf
+from rbx.rlhf import linear
+from rbx.rlhf.solver import SolverConfig
+
+# More starts and iterations than the agents' defaults: the brute-force test checks what the
+# search can reach (the defaults trade accuracy for speed, docs/linear_rlhf.md).
+THOROUGH = linear.LINEAR_SOLVER._replace(starts=16, iterations=12, dc_iterations=4,
+                                         line_search=3)
+
+
+def _problem(key, X, A, d, n, alpha, beta=0.5, r_max=3.0, features=None):
+  """A random instance with n random comparisons (two unused buffer slots)."""
+  k = jax.random.split(key, 5)
+  phi = jax.random.normal(k[0], (X, A, d)) / np.sqrt(d) if features is None else features
+  x = jax.random.randint(k[1], (n,), 0, X)
+  a, b = jax.random.randint(k[2], (n,), 0, A), jax.random.randint(k[3], (n,), 0, A)
+  z = jnp.concatenate([phi[x, a] - phi[x, b], jnp.zeros((2, d))])
+  log_ref = jax.nn.log_softmax(jax.random.normal(k[4], (X, A)))
+  rho = jnp.full(X, 1.0 / X)
+  cal_mean = jnp.einsum("xa,xad->d", rho[:, None] * jnp.exp(log_ref), phi)
+  data = linear.LinearData(z, jnp.asarray(n))
+  return linear.LinearProblem(phi, log_ref, rho, beta, alpha, r_max, data, cal_mean), (x, a, b)
+
+
+def _grid_max(problem, d, points):
+  """max of F over a dense grid of θ in K (the grid spans K's widest extent)."""
+  dirs = np.random.default_rng(0).normal(size=(2000, d)).astype(np.float32)
+  dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+  radius = float(jnp.max(1.0 / jax.vmap(lambda u: problem.gauge(problem.features @ u))(dirs)))
+  g = np.linspace(-radius, radius, points, dtype=np.float32)
+  thetas = jnp.asarray(np.stack(np.meshgrid(*[g] * d), -1).reshape(-1, d))
+  inside = lambda t: jnp.where(problem.gauge(problem.features @ t) <= 1.0,
+                               problem.value(problem.embed(t)), -jnp.inf)
+  return float(jnp.max(jax.jit(jax.vmap(inside))(thetas)))
+
+
+@pytest.mark.parametrize("d, n, points", [(2, 0, 400), (2, 5, 400), (3, 5, 60)])
+def test_the_global_maximum_matches_brute_force(d, n, points):
+  solve = jax.jit(lambda p: linear.solve_linear(p, jnp.zeros(d), THOROUGH))
+  for seed in range(3):
+    problem, _ = _problem(jax.random.key(seed), 6, 4, d, n, alpha=1.0 + n / 5)
+    theta = solve(problem)
+    assert float(problem.gauge(problem.features @ theta)) <= 1.0 + 1e-5      # in K
+    found = float(problem.value(problem.embed(theta)))
+    assert found >= _grid_max(problem, d, points) - 1e-2, (seed, found)
+
+
+def test_one_hot_features_are_the_tabular_problem():
+  """φ(a) = e_a: θ = r, K is the box up to a shift, and the maximum is the tabular solver's."""
+  A, beta, r_max = 3, 0.5, 3.0
+  tabular_solve = jax.jit(rlhf.solve_optimistic)
+  solve = jax.jit(lambda p: linear.solve_linear(p, jnp.zeros(A), THOROUGH))
+  for seed, n, alpha in ((0, 0, 1.0), (1, 4, 2.0), (2, 12, 3.0)):
+    problem, (_, a, b) = _problem(jax.random.key(seed), 1, A, A, n, alpha, beta, r_max,
+                                  features=jnp.eye(A)[None])
+    wins = jnp.zeros((A, A)).at[a, b].add(1.0)
+    pi_ref = jnp.exp(problem.log_ref[0])
+    r = tabular_solve(wins, pi_ref, pi_ref, beta, alpha, r_max)
+    theta = solve(problem)
+    tabular = float(rlhf.objective(r, wins, pi_ref, pi_ref, beta, alpha))
+    ours = float(rlhf.objective(theta - theta.min(), wins, pi_ref, pi_ref, beta, alpha))
+    assert float(jnp.ptp(theta)) <= r_max * (1 + 1e-5)
+    assert ours == pytest.approx(tabular, abs=1e-3), seed
+    np.testing.assert_allclose(rlhf.optimal_policy(theta, pi_ref, beta),
+                               rlhf.optimal_policy(r, pi_ref, beta), atol=2e-2)
+
+
+@pytest.mark.slow
+def test_the_linear_agents_learn_across_prompts():
+  """|X| = 200 prompts, T = 60: the tabular greedy agent (one bandit per prompt) cannot
+  generalise; the linear agents, sharing θ, cut π_ref's regret by more than half."""
+  env = rlhf.random_contextual(jax.random.key(3), 200, 4, 3, 0.5, 4.0, deviation=1.0)
+  res = rlhf.sweep(lambda agent: (env, rlhf.get(agent)),
+                   {"agent": ["linear_xpo", "linear_greedy", "greedy"]}, seeds=8, steps=60,
+                   progress=False)
+  start = res.regret[..., 0].mean()
+  late = res.regret[..., -10:].mean(axis=(-1, -2))             # (agent,)
+  assert late[0] < 0.5 * start and late[1] < 0.5 * start, late
+  assert late[2] > 0.8 * start, late                           # the control does not learn
+
+
+def test_validation():
+  with pytest.raises(ValueError, match="features"):
+    rlhf.get("linear_xpo").init(jax.random.key(0), rlhf.example2(10.0, 1.0, 3.0).spec, 5)
+  with pytest.raises(ValueError, match="solver"):
+    rlhf.linear_agents.algorithm1(solver={"starts": 2})
+  assert isinstance(linear.LINEAR_SOLVER, SolverConfig)
+
+
+def test_the_config_keys_are_the_tabular_agents():
+  env_params = dict(num_prompts=5, num_actions=3, dim=2)
+  for name in ("linear_algorithm1", "linear_vpo", "linear_xpo", "linear_greedy"):
+    params = {"solver": {"starts": 2}} | ({} if name == "linear_greedy" else {
+        "schedule": "power", "nu": 2.0, "n": 0.5})
+    _, agent = rlhf.FAMILY.build("contextual", env_params, name, params, steps=10)
+    assert agent.name == name
+  with pytest.raises(ValueError, match="agent.solver key"):
+    rlhf.FAMILY.build("contextual", env_params, "linear_xpo", {"solver": {"strats": 2}}, 10)
