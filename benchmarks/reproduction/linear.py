@@ -1,23 +1,17 @@
-"""Optimistic MLE over a shared linear reward against the practical and tabular agents.
-
-`run(full, figdir) -> (markdown, finding)`; `python benchmarks/reproduction/linear.py [--full]`
-runs it alone, saves its figures beside this file and prints the markdown (the committed
-quick-scale fragment is benchmarks/reproduction/linear.md).
-"""
+"""Optimistic MLE over a shared linear reward against the practical and tabular agents."""
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 import time
-from pathlib import Path
 
 import jax
 import numpy as np
 from matplotlib.figure import Figure
 
+from reproduction.common import Context
+
 from rbx import rlhf
-from rbx.core import results as results_lib
 
 TITLE = "Optimistic MLE over a shared linear reward (contextual RLHF)"
 LINEAR = ("linear_algorithm1", "linear_vpo", "linear_xpo", "linear_greedy")
@@ -96,10 +90,11 @@ def _curves(ax, regrets: dict[str, np.ndarray], title: str):
   ax.set_title(title, fontsize=9)
 
 
-def run(full: bool, figdir) -> tuple[str, str]:
+def run(ctx: Context) -> tuple[str, str]:
   """Every linear, practical (log-linear) and, at |X| = `tabular_at`, tabular agent on a
   random contextual instance per (|X|, d): mean regret curves with bands and the ranking by
   R(T) with paired intervals."""
+  full, figdir = ctx.full, ctx.figdir
   scale = FULL if full else QUICK
   A, T = scale.actions, scale.steps
   lines = [f"## {TITLE}", "",
@@ -107,8 +102,8 @@ def run(full: bool, figdir) -> tuple[str, str]:
            f"d ∈ {list(scale.dims)}, A = {A}, T = {T}, {scale.seeds} seeds "
            f"({scale.seeds_largest} at the largest |X|)"
            + ("." if full else "; the issue's full scale (|X| up to 10,000, d ∈ {4, 16}, T = "
-              "1,000, 256 seeds, 64 at 10,000) is `python benchmarks/reproduction/linear.py "
-              "--full` (not run here: this quick scale ran on a shared, loaded 2-core CPU)."),
+              "1,000, 256 seeds, 64 at 10,000) is `python benchmarks/reproduce.py --full "
+              "--only linear`."),
            "",
            f"Instances: `rlhf.random_contextual(key(0), |X|, {A}, d, β = {BETA:g}, r_max = "
            f"{R_MAX:g}, deviation = 1)` (φ ∼ N(0, I/d), r* = θ*ᵀφ scaled into [0, r_max], "
@@ -160,28 +155,3 @@ def run(full: bool, figdir) -> tuple[str, str]:
   finding = (f"Shared linear reward ({'full' if full else 'quick'} scale, T = {T}): "
              + "; ".join(parts) + ".")
   return "\n".join(lines), finding
-
-
-class _Figures:
-  """A stand-in for the report's figure directory: files in `path`, links relative to it."""
-
-  def __init__(self, path: Path):
-    self.path = path
-    path.mkdir(parents=True, exist_ok=True)
-
-  def __truediv__(self, name: str) -> Path:
-    return self.path / name
-
-  def link(self, path) -> str:
-    return Path(path).name
-
-
-if __name__ == "__main__":
-  parser = argparse.ArgumentParser(description=__doc__)
-  parser.add_argument("--full", action="store_true", help="the issue's full scale")
-  parser.add_argument("--figdir", type=Path, default=Path(__file__).resolve().parent)
-  args = parser.parse_args()
-  markdown, finding = run(args.full, _Figures(args.figdir))
-  print(markdown)
-  print()
-  print("Finding:", finding)
