@@ -42,3 +42,15 @@ def test_learner_box_section_on_one_row(ctx, monkeypatch):
   # the exact box on Example 2: Algorithm 1 escapes the event more often than XPO
   data = measured[0]
   assert data[1, "algorithm1", 1.0, 1.0].stuck[0] < data[1, "xpo", 1.0, 1.0].stuck[0]
+
+
+def test_propositions_section_counts_distinct_runs(ctx, monkeypatch):
+  from reproduction import propositions
+  monkeypatch.setattr(propositions, "QUICK", propositions.Sizes(
+      prop_seeds=8, prop_alphas=(1.0,), prop1=(0.5, 1.5), prop1_p=(0.0, 0.2),
+      prop2=(50.0, 1.0, 4.0)))
+  text, finding = propositions.run(ctx)
+  # 3 failing settings (p = 0, p = 0.2, Example 2) but 2 distinct Algorithm 1 runs at one α
+  assert "of 3 (setting, α) runs" in finding and "of 2 distinct runs" in finding
+  assert text.count("| algorithm1 |") == 4 and "Example 1, any p" in text
+  assert all(c in text for c in common.OUTCOME_COLUMNS)
