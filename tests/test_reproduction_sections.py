@@ -54,3 +54,27 @@ def test_propositions_section_counts_distinct_runs(ctx, monkeypatch):
   assert "of 3 (setting, α) runs" in finding and "of 2 distinct runs" in finding
   assert text.count("| algorithm1 |") == 4 and "Example 1, any p" in text
   assert all(c in text for c in common.OUTCOME_COLUMNS)
+
+
+def test_hard_instance_search_on_a_tiny_row(ctx, monkeypatch):
+  from reproduction import hard_instances
+  monkeypatch.setattr(hard_instances, "QUICK", hard_instances.Sizes(
+      candidates=4, search_steps=64, search_seeds=4, keep=1, perturbations=2, finalists=1,
+      final_steps=128, final_seeds=4))
+  text, finding = hard_instances.run(ctx)
+  assert text.startswith("## ") and "| 3: finalists, fresh seeds | 1 | 128 | 4 |" in text
+  assert "(β+1)/(β+2) = 0.60" in finding
+
+
+def test_scaling_section_on_a_tiny_row(ctx, monkeypatch):
+  from reproduction import scaling
+  sizes = scaling.Sizes(actions=(3, 6), r_maxes=(1.0, 4.0), instances=2, seeds=4, steps=64)
+  monkeypatch.setattr(scaling, "QUICK", sizes)
+  measured = []
+  monkeypatch.setattr(scaling, "measure", lambda s, f=scaling.measure: measured.append(f(s))
+                      or measured[-1])
+  text, finding = scaling.run(ctx)
+  assert text.startswith("## ") and "exponent in A" in text and "in r_max at A = 6" in finding
+  # a wider reward range makes the greedy-ish mistakes costlier: R grows with r_max
+  data = measured[0]
+  assert data["algorithm1", 3][1].mean() > data["algorithm1", 3][0].mean()
