@@ -68,13 +68,9 @@ def test_hard_instance_search_on_a_tiny_row(ctx, monkeypatch):
 
 def test_scaling_section_on_a_tiny_row(ctx, monkeypatch):
   from reproduction import scaling
-  sizes = scaling.Sizes(actions=(3, 6), r_maxes=(1.0, 4.0), instances=2, seeds=4, steps=64)
-  monkeypatch.setattr(scaling, "QUICK", sizes)
-  measured = []
-  monkeypatch.setattr(scaling, "measure", lambda s, f=scaling.measure: measured.append(f(s))
-                      or measured[-1])
+  monkeypatch.setattr(scaling, "QUICK", scaling.Sizes(actions=(3, 6), r_maxes=(1.0, 4.0),
+                                                      instances=2, seeds=4, steps=64))
+  monkeypatch.setattr(scaling, "SCHEMES", {k: scaling.SCHEMES[k] for k in ("algorithm1", "xpo")})
   text, finding = scaling.run(ctx)
   assert text.startswith("## ") and "exponent in A" in text and "in r_max at A = 6" in finding
-  # a wider reward range makes the greedy-ish mistakes costlier: R grows with r_max
-  data = measured[0]
-  assert data["algorithm1", 3][1].mean() > data["algorithm1", 3][0].mean()
+  assert text.count("| xpo |") == 2                 # one row per r_max
