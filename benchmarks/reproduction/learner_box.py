@@ -27,6 +27,7 @@ QUICK = Sizes(seeds=32, ratios=RATIOS, alphas=(0.1, 1.0, 10.0), prop1=(0.5, 3.5)
 FULL = Sizes(seeds=256, ratios=RATIOS, alphas=(0.1, 1.0, 10.0), prop1=(0.5, 3.5),
              prop2=(500.0, 1.0, 7.0))
 MARKERS = {"algorithm1": "o", "vpo": "s", "xpo": "^"}
+SHORT = ("stuck through T", "R(T)", "last 10% below", "stays below from t (median)")
 
 
 def cases(scale: Sizes) -> list[tuple]:
@@ -76,7 +77,7 @@ def run(ctx: Context) -> tuple[str, str]:
            f"proposition's failing scheme at the same constant α ∈ {{{', '.join(f'{a:g}' for a in alphas)}}} "
            f"on the same {n} seeds (seed s uses `key(s)`). " + OUTCOMES_TEXT, ""]
   findings = []
-  fig = Figure(figsize=(16, 7))
+  fig = Figure(figsize=(16, 7), layout="constrained")
   axes = fig.subplots(2, 4)
   for k, (claim, example, failing, _, thr, bound, horizon, r_max, _) in enumerate(cases(scale)):
     lines += [f"### {claim}: {example}, T = {horizon}, threshold {thr:g}, bound {bound:.4f}", "",
@@ -93,15 +94,14 @@ def run(ctx: Context) -> tuple[str, str]:
       for j, alpha in enumerate(alphas):
         for scheme in ("algorithm1", failing):
           v = np.array([getattr(data[k, scheme, alpha, r], field) for r in ratios])
-          ax.errorbar(ratios, v[:, 0], yerr=[v[:, 0] - v[:, 1], v[:, 2] - v[:, 0]],
+          ax.errorbar(range(len(ratios)), v[:, 0], yerr=[v[:, 0] - v[:, 1], v[:, 2] - v[:, 0]],
                       color=f"C{j}", marker=MARKERS[scheme], capsize=2,
                       linestyle="-" if scheme == "algorithm1" else "--",
                       label=f"{scheme}, α = {alpha:g}")
       if field == "stuck":
         ax.axhline(bound, color="k", linestyle=":", label="bound")
-      ax.set(xscale="log", xlabel="learner_r_max / r_max", ylabel=OUTCOME_COLUMNS[col],
-             title=f"{claim}: {OUTCOME_COLUMNS[col]}" if col else f"{claim}: stuck")
-      ax.set_xticks(ratios, [f"{r:g}" for r in ratios], fontsize="x-small")
+      ax.set(xlabel="learner_r_max / r_max", title=f"{claim}: {SHORT[col]}")
+      ax.set_xticks(range(len(ratios)), [f"{r:g}" for r in ratios], fontsize="small")
     findings.append(_finding(data, k, claim, failing, bound, ratios, alphas))
   axes[0, 0].legend(fontsize="xx-small")
   path = save(fig, ctx.figdir, "learner_box.png")
