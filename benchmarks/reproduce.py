@@ -36,7 +36,8 @@ import rbx  # noqa: E402
 from reproduction.common import Context, Figures  # noqa: E402
 
 # The report's sections in order; each names a module of benchmarks/reproduction/.
-SECTIONS = ["propositions", "comparison", "exponents", "practical", "linear", "tables", "timing"]
+SECTIONS = ["propositions", "learner_box", "comparison", "exponents", "hard_instances",
+            "scaling", "practical", "linear", "tables", "timing"]
 # The closing section: no computation, rewritten on every run.
 CLOSING = "differences"
 # Older names for groups of sections, still accepted by --only and --skip.

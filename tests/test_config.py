@@ -126,7 +126,8 @@ def test_effective_values_include_the_constructors_defaults():
   c = config.loads(make(env='name = "example1"', agent='name = "vpo"',
                         extra="[agent.solver]\nstarts = 4", grid="r_max = [3.0, 4.0]"))
   effective = c.effective
-  assert effective["env"] == {"name": "example1", "p": 0.0, "beta": 0.5}     # r_max is swept
+  assert effective["env"] == {"name": "example1", "p": 0.0, "beta": 0.5,    # r_max is swept
+                              "learner_r_max": None}                         # None: r_max
   vpo = effective["agent"]["vpo"]
   assert vpo["alpha"] == 1.0 and vpo["pi_cal"] is None
   assert vpo["solver"]["starts"] == 4 and vpo["solver"]["iterations"] == 10   # completed

@@ -40,4 +40,7 @@ def run(ctx: Context) -> tuple[str, None]:
       "* **Propositions 1–2** bound a probability from below; the bounds are not tight, so the "
       "failing schemes' fractions may exceed them by far. Algorithm 1 is run beside them as "
       "the control on the same events and seeds.",
+      "* **The learner's box.** The papers' learner searches [0, r_max]^A with the truth's own "
+      "r_max; every section runs so except \"The learner's box\", which widens the learner's "
+      "box (`learner_r_max`) with the truth fixed.",
       ""]), None

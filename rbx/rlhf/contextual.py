@@ -32,7 +32,7 @@ class ContextualTask(NamedTuple):
   """What the learner is told: `rbx.rlhf.Task`'s fields and the features.
 
   Attributes:
-    pi_ref: π_ref, (X, A). rho: ρ, (X,). beta: β. r_max: the reward bound.
+    pi_ref: π_ref, (X, A). rho: ρ, (X,). beta: β. r_max: the learner's reward bound.
     pi_cal: the fixed calibration policy (π_ref), (X, A).
     features: φ(x, a), (X, A, d).
   """
@@ -78,12 +78,17 @@ class ContextualPreferenceEnv(NamedTuple):
 
   @property
   def r_max(self) -> chex.Array:
-    """r_max."""
+    """r_max, the truth's bound."""
     return self.base.r_max
 
   @property
+  def learner_r_max(self) -> chex.Array:
+    """The learner's bound (≥ r_max)."""
+    return self.base.learner_r_max
+
+  @property
   def spec(self) -> ContextualTask:
-    """What the learner is told: π_ref, ρ, β, r_max, π_cal and φ (not r* or θ*)."""
+    """What the learner is told: π_ref, ρ, β, its bound, π_cal and φ (not r* or θ*)."""
     return ContextualTask(*self.base.spec, self.features)
 
   def reset(self, key: chex.PRNGKey) -> tuple:
@@ -99,8 +104,8 @@ class ContextualPreferenceEnv(NamedTuple):
     return self.base.feedback(key, state, obs, query)
 
 
-def make_contextual(features, theta_star, beta, r_max, deviation=1.0,
-                    rho=None) -> ContextualPreferenceEnv:
+def make_contextual(features, theta_star, beta, r_max, deviation=1.0, rho=None,
+                    learner_r_max=None) -> ContextualPreferenceEnv:
   """Builds and validates a contextual environment from features and θ*.
 
   r*(x, a) = r_max (θ*ᵀφ(x, a) − m)/(M − m) with m, M the least and largest θ*ᵀφ over all
@@ -112,11 +117,13 @@ def make_contextual(features, theta_star, beta, r_max, deviation=1.0,
     beta, r_max: β > 0, r_max > 0.
     deviation: π_ref's distance from π_HF, in [0, 2].
     rho: the prompt distribution, (X,); default uniform.
+    learner_r_max: the learner's bound ≥ r_max (default r_max; `rbx.rlhf.make_env`).
   Raises:
     ValueError naming the field, for any bad input (before anything compiles).
   """
   _checks.positive("beta", beta)
   _checks.positive("r_max", r_max)
+  env_lib.learner_bound(learner_r_max, r_max)                       # before anything is built
   _checks.in_range("deviation", deviation, 0.0, 2.0)
   phi, theta = jnp.asarray(features, jnp.float32), jnp.asarray(theta_star, jnp.float32)
   if phi.ndim != 3:
@@ -138,18 +145,18 @@ def make_contextual(features, theta_star, beta, r_max, deviation=1.0,
   r_star = jnp.where(hi > lo, (score - lo) * scale, 0.5 * r_max)
   r_star = jnp.clip(r_star, 0.0, r_max)                             # float32 rounding at the ends
   pi_ref = jax.nn.softmax((1.0 - deviation) * r_star, axis=-1)
-  base = env_lib.make_env(r_star, pi_ref, beta, r_max, rho=rho)
+  base = env_lib.make_env(r_star, pi_ref, beta, r_max, rho=rho, learner_r_max=learner_r_max)
   return ContextualPreferenceEnv(base, phi, theta * scale)
 
 
 def random_contextual(key: chex.PRNGKey, num_prompts: int, num_actions: int, dim: int, beta,
-                      r_max, deviation=1.0) -> ContextualPreferenceEnv:
+                      r_max, deviation=1.0, learner_r_max=None) -> ContextualPreferenceEnv:
   """A random contextual environment: φ(x, a) ~ N(0, I_d/d), θ* ~ N(0, I_d), uniform ρ.
 
   Args:
     key: the instance's key.
     num_prompts, num_actions, dim: |X| ≥ 1, A ≥ 2, d ≥ 1.
-    beta, r_max, deviation: as `make_contextual`.
+    beta, r_max, deviation, learner_r_max: as `make_contextual`.
   """
   _checks.positive_int("num_prompts", num_prompts)
   _checks.positive_int("num_actions", num_actions)
@@ -157,4 +164,4 @@ def random_contextual(key: chex.PRNGKey, num_prompts: int, num_actions: int, dim
   k1, k2 = jax.random.split(key)
   phi = jax.random.normal(k1, (num_prompts, num_actions, dim)) / np.sqrt(dim)
   theta = jax.random.normal(k2, (dim,))
-  return make_contextual(phi, theta, beta, r_max, deviation)
+  return make_contextual(phi, theta, beta, r_max, deviation, learner_r_max=learner_r_max)

@@ -3,8 +3,8 @@
 Everything that runs RLHF agents by name — `rbx.rlhf.get`, TOML configs and `rbx run`, the
 static fields of `rbx.sweep` — reads this one declaration. An agent's α is either the
 constant `alpha` or a schedule of `rbx.schedules` chosen by `schedule` with its own
-parameters; a schedule's num_actions, horizon, beta and r_max come from the environment and
-the number of steps (`prepare`), and κ and μ, when not given, are the instance's Assumption 1
+parameters; a schedule's num_actions, horizon, beta and r_max (the learner's bound,
+`Task.r_max`) come from the environment and the number of steps (`prepare`), and κ and μ, when not given, are the instance's Assumption 1
 (at τ = 1) and Assumption 2 constants (`rbx.rlhf.assumptions`); parameters of other schedules
 are ignored. The solver's settings are the table `solver` (`rbx.rlhf.SolverConfig` fields),
 and Algorithm 1's at the prompts a step did not sample the table `unsampled_solver`.
@@ -51,7 +51,7 @@ def prepare(params: dict[str, Any], env: env_lib.PreferenceEnv, steps: int) -> d
   if sched != "constant" or "alpha" in given:
     make = schedules.SCHEDULES[_checks.choice("schedule", sched, schedules.SCHEDULES)]
     args = inspect.signature(make).parameters
-    auto = dict(num_actions=env.num_actions, horizon=steps, beta=env.beta, r_max=env.r_max)
+    auto = dict(num_actions=env.num_actions, horizon=steps, beta=env.beta, r_max=env.spec.r_max)
     derived = {"kappa": assumptions.kappa, "mu": assumptions.mu}      # the instance's, if not given
     auto.update({k: f(env) for k, f in derived.items() if k in args and k not in given})
     kwargs = {k: v for k, v in {**auto, **given}.items() if k in args}   # others: other schedules'
@@ -67,10 +67,11 @@ def prepare(params: dict[str, Any], env: env_lib.PreferenceEnv, steps: int) -> d
   return params
 
 
-def _random_instance(num_prompts=4, num_actions=3, beta=0.5, r_max=2.0, deviation=1.0, seed=0):
+def _random_instance(num_prompts=4, num_actions=3, beta=0.5, r_max=2.0, deviation=1.0, seed=0,
+                     learner_r_max=None):
   """`random_instance` from an integer seed (its key)."""
   return env_lib.random_instance(jax.random.key(seed), num_prompts, num_actions, beta, r_max,
-                                 deviation)
+                                 deviation, learner_r_max)
 
 
 def default_seed_batch(env) -> int:
@@ -91,33 +92,34 @@ FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.Context
 
 ENV_BETA = reg.real(doc="the KL weight β ≥ 0 (0: the greedy policy; exact agents only)")
 ENV_RMAX = reg.real(doc="the reward bound r_max > 0")
+ENV_LEARNER = reg.real(doc="the learner's reward bound, >= r_max (default r_max)")
 FAMILY.env("example1", env_lib.example1, {
     "p": reg.real(doc="π_cal = (1 − 2p, p, p), 0 ≤ p < 1/4"),
-    "beta": ENV_BETA, "r_max": ENV_RMAX})
+    "beta": ENV_BETA, "r_max": ENV_RMAX, "learner_r_max": ENV_LEARNER})
 FAMILY.env("example2", env_lib.example2, {
     "kappa": reg.real(doc="π_ref = (1 − 2/κ, 1/κ, 1/κ), κ ≥ 4"),
-    "beta": ENV_BETA, "r_max": ENV_RMAX})
+    "beta": ENV_BETA, "r_max": ENV_RMAX, "learner_r_max": ENV_LEARNER})
 FAMILY.env("random_instance", _random_instance, {
     "num_prompts": reg.integer(1), "num_actions": reg.integer(2), "beta": ENV_BETA,
     "r_max": ENV_RMAX, "deviation": reg.real(doc="π_ref's distance from π_HF"),
-    "seed": reg.integer(0, doc="the instance's random seed")})
+    "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER})
 FAMILY.env("custom", env_lib.make_env, {
     "r_star": reg.vector(), "pi_ref": POLICY, "beta": ENV_BETA, "r_max": ENV_RMAX,
-    "rho": reg.vector(), "pi_cal": POLICY})
+    "rho": reg.vector(), "pi_cal": POLICY, "learner_r_max": ENV_LEARNER})
 
 
 def _contextual(num_prompts=100, num_actions=10, dim=16, beta=0.5, r_max=4.0, deviation=1.0,
-                seed=0):
+                seed=0, learner_r_max=None):
   """`random_contextual` from an integer seed (its key)."""
   return contextual.random_contextual(jax.random.key(seed), num_prompts, num_actions, dim, beta,
-                                      r_max, deviation)
+                                      r_max, deviation, learner_r_max)
 
 
 FAMILY.env("contextual", _contextual, {
     "num_prompts": reg.integer(1), "num_actions": reg.integer(2),
     "dim": reg.integer(1, doc="the feature dimension d"), "beta": ENV_BETA, "r_max": ENV_RMAX,
     "deviation": reg.real(doc="π_ref's distance from π_HF"),
-    "seed": reg.integer(0, doc="the instance's random seed")})
+    "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER})
 
 FAMILY.agent("algorithm1", agents.algorithm1,
              {**SCHEDULE_PARAMS, "pi_init": POLICY, "pi_prev_init": POLICY, **SOLVER, **UNSAMPLED})

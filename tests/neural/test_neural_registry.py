@@ -3,7 +3,6 @@ kinds (reals traced, sizes and names static), `get`, and the environments' loade
 import gzip
 
 import jax
-import numpy as np
 import pytest
 
 from helpers import toy_data

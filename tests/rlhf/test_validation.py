@@ -1,6 +1,5 @@
 """Bad input raises ValueError naming the field and the allowed values, before compiling."""
 import jax
-import jax.numpy as jnp
 import pytest
 
 from rbx import rlhf, schedules
