@@ -1,0 +1,37 @@
+"""benchmarks/reproduce.py: sections saved one by one, the report assembled from them."""
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+reproduce = pytest.importorskip("reproduce")
+from reproduction.common import Context, Figures  # noqa: E402
+
+
+def test_the_report_keeps_every_saved_section_in_order_with_its_finding_and_stamp(tmp_path):
+  figdir = Figures(tmp_path, "fig")
+  ctx = Context(full=False, figdir=figdir)
+  # two sections saved by earlier runs, out of order; one never run
+  (tmp_path / "timing.md").write_text("<!-- finding: timing's finding -->\n## Table 3\n\nt.\n")
+  (tmp_path / "propositions.md").write_text("<!-- finding: one -->\n## Props\n\np.\n")
+  reproduce.run_section(reproduce.CLOSING, ctx)        # no computation, no stamp, no finding
+  out = tmp_path / "R.md"
+  missing = reproduce.assemble(figdir, out)
+  text = out.read_text()
+  assert set(missing) == set(reproduce.SECTIONS) - {"timing", "propositions"}
+  assert text.index("* one") < text.index("* timing's finding") < text.index("## Props")
+  assert text.index("## Props") < text.index("## Table 3") < text.index("## Where this run")
+  assert "<!--" not in text and "Measured by" not in text.split("## Where this run")[1]
+
+
+def test_a_section_is_saved_with_the_command_that_reruns_it(tmp_path, monkeypatch):
+  import types
+  fake = types.ModuleType("reproduction.fake")
+  fake.run = lambda ctx: ("## Fake section\n\nbody", "a finding")
+  monkeypatch.setitem(sys.modules, "reproduction.fake", fake)
+  path = reproduce.run_section("fake", Context(full=False, figdir=Figures(tmp_path, "fig")))
+  lines = path.read_text().split("\n")
+  assert lines[0] == "<!-- finding: a finding -->" and lines[1] == "## Fake section"
+  assert "`python benchmarks/reproduce.py --only fake`" in lines[3] and lines[5] == "body"
