@@ -8,8 +8,8 @@ the sweep driver's own program (what `neural.sweep` compiles): seeds split over 
 devices, `--seed-batch` of them vmapped at a time (1, the CPU default: each seed unbatched,
 one after another). For each (agent, t, seeds, training) the history buffer — of one
 capacity for every t, max(--history) + --steps, as in a run of that length — is pre-filled
-with t rounds of random play and `--repeats` chunks of `--steps` rounds are timed (compiled
-ahead, so compile time is excluded). The PyTorch reference (`neural_torch_reference.py`, in
+with t rounds of random play and, after one warm-up chunk, `--repeats` chunks of `--steps`
+rounds are timed (the median; compiled ahead, so compile time is excluded). The PyTorch reference (`neural_torch_reference.py`, in
 its own process) runs full batch, one seed at a time.
 
 Printed: seconds per seed-step for rbx and the reference, their ratio, and the floating-point
@@ -58,9 +58,11 @@ def make_agent(name, args, **kw):
 
 def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, seed_batch=1):
   """Seconds per seed-step of `steps` rounds after a history of `history` rounds in a buffer
-  of `capacity`, mean over `repeats` chunks of the compiled program: the sweep driver's own
-  program (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices` CPU
-  devices and vmapped `seed_batch` at a time (1: each seed's step unbatched, in sequence)."""
+  of `capacity`, the median over `repeats` timed chunks of the compiled program, after one
+  untimed warm-up chunk (which also waits for the run's initial state, e.g. the exact Z⁻¹'s
+  p × p identity that `init` hands over unfinished): the sweep driver's own program
+  (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices` CPU devices
+  and vmapped `seed_batch` at a time (1: each seed's step unbatched, in sequence)."""
   run = protocol.pair(env, agent, capacity)
 
   def prefilled(key):
@@ -84,10 +86,16 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
     return env_state, state._replace(buffer=buf, t=state.t + history)
 
   sweep = driver.Sweep(lambda hp: protocol.Run(prefilled, run.step), Grid({}), np.arange(seeds),
-                       steps * repeats)
-  out = driver.run(sweep, driver.Options(chunk=steps, record="summary", seed_batch=seed_batch),
-                   mesh=devices_lib.seed_mesh(devices))
-  return out.stats["run_seconds"] / out.stats["seed_steps"]
+                       steps * (repeats + 1))
+  ends = []                     # the driver asks `stop` once a chunk's regrets are on the host
+
+  def stop():
+    ends.append(time.perf_counter())
+    return False
+
+  driver.run(sweep, driver.Options(chunk=steps, record="summary", seed_batch=seed_batch),
+             mesh=devices_lib.seed_mesh(devices), stop=stop)
+  return float(np.median(np.diff(ends))) / (steps * seeds)
 
 
 def time_torch(name, args, history, whole_run=None):
@@ -193,9 +201,10 @@ def main():
   p.add_argument("--arm-batch", type=int, default=None,
                  help="GA's arm_batch (default: the agent's, 1 for full batch on a CPU)")
   p.add_argument("--steps", type=int, default=2, help="timed rounds per chunk")
-  p.add_argument("--repeats", type=int, default=2, help="rbx: timed chunks (mean)")
+  p.add_argument("--repeats", type=int, default=3,
+                 help="rbx: timed chunks (median), after one warm-up chunk")
   p.add_argument("--torch-steps", type=int, default=3,
-                 help="reference: best of this many timed rounds, after one warm-up round")
+                 help="reference: median of this many timed rounds, after one warm-up round")
   p.add_argument("--width", type=int, default=100)
   p.add_argument("--train-steps", type=int, default=100)
   p.add_argument("--dim", type=int, default=54)
@@ -234,7 +243,7 @@ def main():
   if args.whole_run is not None:
     return whole_run_table(env, args)
   peak, nominal = measured_peak(), nominal_peak(args)
-  capacity = max(args.history) + args.steps
+  capacity = max(args.history) + args.steps * (args.repeats + 1)
   batches = [None if mode == "full" else args.batch_size for mode in args.training]
   print(f"d'={args.dim} K={args.arms} m={args.width} L=2 J={args.train_steps}; "
         f"p={args.width * args.dim * args.arms + args.width}; buffer capacity {capacity}; "
