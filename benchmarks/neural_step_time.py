@@ -56,37 +56,44 @@ def make_agent(name, args, **kw):
   return neural.get(base, **settings)
 
 
-def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, seed_batch=1):
-  """Seconds per seed-step of `steps` rounds after a history of `history` rounds in a buffer
-  of `capacity`, the median over `repeats` timed chunks of the compiled program, after one
-  untimed warm-up chunk (which also waits for the run's initial state, e.g. the exact Z⁻¹'s
-  p × p identity that `init` hands over unfinished): the sweep driver's own program
-  (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices` CPU devices
-  and vmapped `seed_batch` at a time (1: each seed's step unbatched, in sequence)."""
-  run = protocol.pair(env, agent, capacity)
+def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, seed_batch=1,
+             grid=None):
+  """Seconds per seed-step (per grid point) of `steps` rounds after a history of `history`
+  rounds in a buffer of `capacity`, the median over `repeats` timed chunks of the compiled
+  program, after one untimed warm-up chunk (which also waits for the run's initial state,
+  e.g. the exact Z⁻¹'s p × p identity that `init` hands over unfinished): the sweep driver's
+  own program (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices`
+  CPU devices (None: as `neural.sweep`, every device up to one per seed) and vmapped
+  `seed_batch` at a time (1: each seed's step unbatched, in sequence). With `grid`
+  ({field: values}, e.g. {"nu": [...]}), `agent(**point)` builds the agent of each grid point,
+  the grid's numeric fields traced, as in `neural.sweep`."""
+  def program(hp):
+    run = protocol.pair(env, agent(**hp) if grid else agent, capacity)
 
-  def prefilled(key):
-    """The run's carry after `history` rounds of uniformly random play."""
-    env_state, state = run.init(key)
-    k_round, k_arm = jax.random.split(jax.random.fold_in(key, 2 ** 31))
+    def prefilled(key):
+      """The run's carry after `history` rounds of uniformly random play."""
+      env_state, state = run.init(key)
+      k_round, k_arm = jax.random.split(jax.random.fold_in(key, 2 ** 31))
 
-    def add(i, carry):
-      played, buf = carry
-      k = jax.random.fold_in(k_round, i)
-      played, obs = env.observe(k, played)
-      a = jax.random.randint(jax.random.fold_in(k_arm, i), (), 0, env.num_arms)
-      reward, _ = env.feedback(k, played, obs, a)
-      return played, neural.buffer.add(buf, obs.x[a], obs.block[a], reward)
+      def add(i, carry):
+        played, buf = carry
+        k = jax.random.fold_in(k_round, i)
+        played, obs = env.observe(k, played)
+        a = jax.random.randint(jax.random.fold_in(k_arm, i), (), 0, env.num_arms)
+        reward, _ = env.feedback(k, played, obs, a)
+        return played, neural.buffer.add(buf, obs.x[a], obs.block[a], reward)
 
-    # the empty buffer, made to vary over shard_map's seed axis as the rows added to it do
-    # (a loop carry keeps its type): plus a zero drawn from the seed's key
-    zero = jax.random.randint(k_arm, (), 0, 1)
-    buf = jax.tree.map(lambda a: a + zero.astype(a.dtype), state.buffer)
-    buf = jax.lax.fori_loop(0, history, add, (env_state, buf))[1]
-    return env_state, state._replace(buffer=buf, t=state.t + history)
+      # the empty buffer, made to vary over shard_map's seed axis as the rows added to it do
+      # (a loop carry keeps its type): plus a zero drawn from the seed's key
+      zero = jax.random.randint(k_arm, (), 0, 1)
+      buf = jax.tree.map(lambda a: a + zero.astype(a.dtype), state.buffer)
+      buf = jax.lax.fori_loop(0, history, add, (env_state, buf))[1]
+      return env_state, state._replace(buffer=buf, t=state.t + history)
 
-  sweep = driver.Sweep(lambda hp: protocol.Run(prefilled, run.step), Grid({}), np.arange(seeds),
-                       steps * (repeats + 1))
+    return protocol.Run(prefilled, run.step)
+
+  points = Grid(grid or {})
+  sweep = driver.Sweep(program, points, np.arange(seeds), steps * (repeats + 1))
   ends = []                     # the driver asks `stop` once a chunk's regrets are on the host
 
   def stop():
@@ -94,8 +101,8 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
     return False
 
   driver.run(sweep, driver.Options(chunk=steps, record="summary", seed_batch=seed_batch),
-             mesh=devices_lib.seed_mesh(devices), stop=stop)
-  return float(np.median(np.diff(ends))) / (steps * seeds)
+             mesh=devices_lib.seed_mesh(devices, seeds), stop=stop)
+  return float(np.median(np.diff(ends))) / (steps * seeds * points.num_points)
 
 
 def time_torch(name, args, history, whole_run=None):
