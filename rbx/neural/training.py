@@ -60,11 +60,13 @@ each round (plain SGD has none; this matters only for "adam"), and take the agen
 public code hard-codes lr = 10⁻²). Mind the network (`training.settings(network=...)`): the
 public code's is torch's two-layer net with biases (`network="torch"`), ours by default the
 √m-scaled f of (2), whose ‖g‖² is about 1.5–2 m for unit inputs at θ_0 (torch's: about 1.5 at
-m = 100 on Mushroom). One per-row step multiplies f − r by about 1 − 2η‖g‖², so on the paper's
-network the per-row loop needs η < 1/‖g‖² ≈ 1/(2m) on rows where g is that large: 10⁻² trains
-at m = 32 but diverges at m = 100 on 20 unit-norm rows of a synthetic bandit whose g at θ_0
-has ‖g‖² ≈ 1.5 m (NaN within one round), where 5·10⁻³ still trains; the torch network's much
-smaller ‖g‖² (1.45–1.53 on Mushroom at m = 100) is why lr 10⁻² trains fine in the public code.
+m = 100 on Mushroom). One per-row step multiplies that row's f − r by about 1 − 2η‖g‖², which
+at lr 10⁻² and m = 100 on the paper's network (‖g‖² ≈ 170–220) overshoots every row; whether
+the overshoots compound depends on how much the rows' gradients overlap, i.e. on the data.
+`benchmarks/per_row_lr.py` (one round, 20 rows, m = 100, η = 10⁻²): NaN on random unit-norm
+rows in d = 5, finite (max |θ| < 1) in d = 20 and on Mushroom rows (one-hot or ordinal,
+K = 2); the torch network (‖g‖² ≈ 1.4–8) stayed finite on all four. So lr 10⁻² with the
+paper's network is safe only on data like Mushroom's; η < 1/(2m) is safe everywhere.
 
 Thinning (`thin_after`, `thin_every`): NeuralUCB's `train.py` calls `train` (which also stores
 the row) every round for t < 2000 and then only every 100th round; `trains` says which rounds.
