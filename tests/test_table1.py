@@ -68,3 +68,16 @@ def test_nu_is_tuned_on_seeds_other_than_the_reported_ones():
   args = table1.parse(["--seeds", "3"])
   assert table1.seed_split(args) == ([0, 1, 2], [3, 4, 5])
   assert table1.seed_split(table1.parse(["--seeds", "3", "--tune-seeds", "0"])) == ([], [0, 1, 2])
+
+
+def test_estimate_times_each_procedure_at_its_cost_models_history():
+  spec = importlib.util.spec_from_file_location("table1", ROOT / "benchmarks" / "table1.py")
+  table1 = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(table1)
+  rounds = 3                                     # --estimate-rounds: timed after a warm-up
+  steps = table1.parse(["--estimate-rounds", str(rounds)])
+  assert table1.model(steps, 8000) == (4000, 8000)             # O(t) rounds: the mean at T/2
+  assert table1.model(steps, 6) == (3, 3 + rounds + 1)         # the buffer holds the timed rounds
+  per_row = table1.parse(["--procedure", "neuralucb", "--estimate-rounds", str(rounds)])
+  assert table1.model(per_row, 8000) == (1000, 8000)           # capped: max_updates rows
+  assert table1.model(per_row, 400) == (1000, 1000 + rounds + 1)
