@@ -15,11 +15,13 @@ benchmarks/README.md gives the steps. The comparison per ν is Welch's two-sampl
 the difference of the mean final regrets (rbx − public), 95%.
 
     python benchmarks/public_code_peer.py --save-features /tmp/peer --encoding onehot
-    python benchmarks/public_code_peer.py --peer /tmp/peer/record_onehot --encoding onehot
+    python benchmarks/public_code_peer.py --peer /tmp/peer/record_onehot --encoding onehot \
+        --rbx-finals /tmp/peer/rbx_onehot.json
 """
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import re
 import sys
@@ -104,6 +106,9 @@ def main(argv=None):
   p.add_argument("--train-steps", type=int, default=100)
   p.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "datasets"))
   p.add_argument("--peer", type=Path, help="the public code's record folder (*.pkl)")
+  p.add_argument("--rbx-finals", type=Path,
+                 help="a JSON file of rbx's R(T) per ν: read it if it exists, else run rbx "
+                      "and write it")
   p.add_argument("--save-features", type=Path,
                  help="write X_<encoding>.npy and y.npy here for the public code, and stop")
   args = p.parse_args(argv)
@@ -113,7 +118,12 @@ def main(argv=None):
     np.save(args.save_features / f"X_{args.encoding}.npy", ds.features)
     np.save(args.save_features / "y.npy", ds.labels)
     return
-  ours = rbx_finals(args)
+  if args.rbx_finals and args.rbx_finals.exists():
+    ours = {float(k): np.asarray(v) for k, v in json.loads(args.rbx_finals.read_text()).items()}
+  else:
+    ours = rbx_finals(args)
+    if args.rbx_finals:
+      args.rbx_finals.write_text(json.dumps({str(k): v.tolist() for k, v in ours.items()}))
   peer = peer_finals(args.peer, args.steps) if args.peer else {}
   print(report(ours, peer, args))
 
