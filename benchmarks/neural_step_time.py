@@ -8,8 +8,8 @@ the sweep driver's own program (what `neural.sweep` compiles): seeds split over 
 devices, `--seed-batch` of them vmapped at a time (1, the CPU default: each seed unbatched,
 one after another). For each (agent, t, seeds, training) the history buffer — of one
 capacity for every t, max(--history) + --steps, as in a run of that length — is pre-filled
-with t rounds of random play and `--repeats` chunks of `--steps` rounds are timed (compiled
-ahead, so compile time is excluded). The PyTorch reference (`neural_torch_reference.py`, in
+with t rounds of random play and, after one warm-up chunk, `--repeats` chunks of `--steps`
+rounds are timed (the median; compiled ahead, so compile time is excluded). The PyTorch reference (`neural_torch_reference.py`, in
 its own process) runs full batch, one seed at a time.
 
 Printed: seconds per seed-step for rbx and the reference, their ratio, and the floating-point
@@ -56,38 +56,53 @@ def make_agent(name, args, **kw):
   return neural.get(base, **settings)
 
 
-def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, seed_batch=1):
-  """Seconds per seed-step of `steps` rounds after a history of `history` rounds in a buffer
-  of `capacity`, mean over `repeats` chunks of the compiled program: the sweep driver's own
-  program (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices` CPU
-  devices and vmapped `seed_batch` at a time (1: each seed's step unbatched, in sequence)."""
-  run = protocol.pair(env, agent, capacity)
+def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, seed_batch=1,
+             grid=None):
+  """Seconds per seed-step (per grid point) of `steps` rounds after a history of `history`
+  rounds in a buffer of `capacity`, the median over `repeats` timed chunks of the compiled
+  program, after one untimed warm-up chunk (which also waits for the run's initial state,
+  e.g. the exact Z⁻¹'s p × p identity that `init` hands over unfinished): the sweep driver's
+  own program (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices`
+  CPU devices (None: as `neural.sweep`, every device up to one per seed) and vmapped
+  `seed_batch` at a time (1: each seed's step unbatched, in sequence). With `grid`
+  ({field: values}, e.g. {"nu": [...]}), `agent(**point)` builds the agent of each grid point,
+  the grid's numeric fields traced, as in `neural.sweep`."""
+  def program(hp):
+    run = protocol.pair(env, agent(**hp) if grid else agent, capacity)
 
-  def prefilled(key):
-    """The run's carry after `history` rounds of uniformly random play."""
-    env_state, state = run.init(key)
-    k_round, k_arm = jax.random.split(jax.random.fold_in(key, 2 ** 31))
+    def prefilled(key):
+      """The run's carry after `history` rounds of uniformly random play."""
+      env_state, state = run.init(key)
+      k_round, k_arm = jax.random.split(jax.random.fold_in(key, 2 ** 31))
 
-    def add(i, carry):
-      played, buf = carry
-      k = jax.random.fold_in(k_round, i)
-      played, obs = env.observe(k, played)
-      a = jax.random.randint(jax.random.fold_in(k_arm, i), (), 0, env.num_arms)
-      reward, _ = env.feedback(k, played, obs, a)
-      return played, neural.buffer.add(buf, obs.x[a], obs.block[a], reward)
+      def add(i, carry):
+        played, buf = carry
+        k = jax.random.fold_in(k_round, i)
+        played, obs = env.observe(k, played)
+        a = jax.random.randint(jax.random.fold_in(k_arm, i), (), 0, env.num_arms)
+        reward, _ = env.feedback(k, played, obs, a)
+        return played, neural.buffer.add(buf, obs.x[a], obs.block[a], reward)
 
-    # the empty buffer, made to vary over shard_map's seed axis as the rows added to it do
-    # (a loop carry keeps its type): plus a zero drawn from the seed's key
-    zero = jax.random.randint(k_arm, (), 0, 1)
-    buf = jax.tree.map(lambda a: a + zero.astype(a.dtype), state.buffer)
-    buf = jax.lax.fori_loop(0, history, add, (env_state, buf))[1]
-    return env_state, state._replace(buffer=buf, t=state.t + history)
+      # the empty buffer, made to vary over shard_map's seed axis as the rows added to it do
+      # (a loop carry keeps its type): plus a zero drawn from the seed's key
+      zero = jax.random.randint(k_arm, (), 0, 1)
+      buf = jax.tree.map(lambda a: a + zero.astype(a.dtype), state.buffer)
+      buf = jax.lax.fori_loop(0, history, add, (env_state, buf))[1]
+      return env_state, state._replace(buffer=buf, t=state.t + history)
 
-  sweep = driver.Sweep(lambda hp: protocol.Run(prefilled, run.step), Grid({}), np.arange(seeds),
-                       steps * repeats)
-  out = driver.run(sweep, driver.Options(chunk=steps, record="summary", seed_batch=seed_batch),
-                   mesh=devices_lib.seed_mesh(devices))
-  return out.stats["run_seconds"] / out.stats["seed_steps"]
+    return protocol.Run(prefilled, run.step)
+
+  points = Grid(grid or {})
+  sweep = driver.Sweep(program, points, np.arange(seeds), steps * (repeats + 1))
+  ends = []                     # the driver asks `stop` once a chunk's regrets are on the host
+
+  def stop():
+    ends.append(time.perf_counter())
+    return False
+
+  driver.run(sweep, driver.Options(chunk=steps, record="summary", seed_batch=seed_batch),
+             mesh=devices_lib.seed_mesh(devices, seeds), stop=stop)
+  return float(np.median(np.diff(ends))) / (steps * seeds * points.num_points)
 
 
 def time_torch(name, args, history, whole_run=None):
@@ -193,9 +208,10 @@ def main():
   p.add_argument("--arm-batch", type=int, default=None,
                  help="GA's arm_batch (default: the agent's, 1 for full batch on a CPU)")
   p.add_argument("--steps", type=int, default=2, help="timed rounds per chunk")
-  p.add_argument("--repeats", type=int, default=2, help="rbx: timed chunks (mean)")
+  p.add_argument("--repeats", type=int, default=3,
+                 help="rbx: timed chunks (median), after one warm-up chunk")
   p.add_argument("--torch-steps", type=int, default=3,
-                 help="reference: best of this many timed rounds, after one warm-up round")
+                 help="reference: median of this many timed rounds, after one warm-up round")
   p.add_argument("--width", type=int, default=100)
   p.add_argument("--train-steps", type=int, default=100)
   p.add_argument("--dim", type=int, default=54)
@@ -234,7 +250,7 @@ def main():
   if args.whole_run is not None:
     return whole_run_table(env, args)
   peak, nominal = measured_peak(), nominal_peak(args)
-  capacity = max(args.history) + args.steps
+  capacity = max(args.history) + args.steps * (args.repeats + 1)
   batches = [None if mode == "full" else args.batch_size for mode in args.training]
   print(f"d'={args.dim} K={args.arms} m={args.width} L=2 J={args.train_steps}; "
         f"p={args.width * args.dim * args.arms + args.width}; buffer capacity {capacity}; "

@@ -3,13 +3,17 @@ comparison and α(t) = t^n ablation, on the shared data sets.
 
 Protocol (Appendix F): classification data as K-armed bandits (disjoint encoding, reward 1
 for the true class); the seven algorithms of Table 1; ν tuned over {1, 0.1, 10⁻³, 10⁻⁵} with
-the best ν (lowest mean final regret) per algorithm and data set; λ = 0.001 (1 for LinRBMLE);
+the best ν (lowest mean final regret) per algorithm and data set — here on `--tune-seeds`
+seeds of their own (default: as many as --seeds), the table reporting the other seeds, so
+that tuning does not pick the luckiest seeds' noise (0: tune on the reported seeds, which
+costs half as much and is what Appendix F appears to do); λ = 0.001 (1 for LinRBMLE);
 one hidden layer of width m = 100, J = 100 gradient steps per round, η = 0.001, α(t) = ν√t;
 diagonal Z⁻¹; BootstrappedNN with q = 10 networks and p = 0.8; 10 seeds; T = 15000 rounds
 (Mushroom: 8,000; at most the number of rows). Each (data set, algorithm) is one jitted
 program over the ν grid and the seeds (`rbx.neural.sweep`). The defaults are the paper's
 protocol on all six data sets, meant for an accelerator; `--estimate` prints its cost on the
-machine at hand from timed rounds first, e.g. `python benchmarks/table1.py --estimate`.
+machine at hand from timed rounds of the same program first, checked against a short measured
+run (see `estimate`), e.g. `python benchmarks/table1.py --estimate`.
 
 Run from the repository root, e.g. the reduced run of benchmarks/README.md:
 
@@ -28,8 +32,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from rbx import data, neural
+from rbx.neural import training
 
 DATASETS = ("adult", "covertype", "magic", "mnist5k", "mushroom", "shuttle")
 PAPER_COLUMNS = {"adult": "Adult", "covertype": "Covertype", "magic": "MagicTelescope",
@@ -97,34 +103,56 @@ def agent_kwargs(name: str, args) -> dict:
   return kw
 
 
-def final_regret(env, name: str, kwargs: dict, nus, seeds: int, steps: int):
-  """Final cumulative regret of `name` for every ν (or one run without ν), shape (len(nus), seeds),
-  and the sweep's timing."""
+def build(env, name: str, kwargs: dict):
+  """The sweep's `build` of one table row: `build(nu) -> (env, agent)` (BootstrappedNN: no ν)."""
   if name == "bootstrapped_nn":
-    res = neural.sweep(lambda: (env, neural.get(name, **kwargs)), {}, seeds, steps)
-    return res.final()[None], res.timing
-  agent = name.removesuffix("_reference")
-  res = neural.sweep(lambda nu: (env, neural.get(agent, nu=nu, **kwargs)), {"nu": list(nus)},
-                     seeds, steps)
-  return res.final(), res.timing
+    return lambda: (env, neural.get(name, **kwargs))
+  return lambda nu: (env, neural.get(name.removesuffix("_reference"), nu=nu, **kwargs))
+
+
+def final_regret(env, name: str, kwargs: dict, nus, seeds, steps: int):
+  """Final cumulative regret of `name` for every ν (or one run without ν) and seed in `seeds`
+  (a count or a list), shape (len(nus), seeds), and the sweep's timing."""
+  grid = {} if name == "bootstrapped_nn" else {"nu": list(nus)}
+  res = neural.sweep(build(env, name, kwargs), grid, seeds, steps)
+  final = res.final()
+  return (final[None] if name == "bootstrapped_nn" else final), res.timing
+
+
+def seed_split(args) -> tuple[list[int], list[int]]:
+  """(tuning seeds, evaluation seeds): ν is chosen on seeds 0..tune−1 and the table reports
+  seeds tune..tune+seeds−1, so that the reported regret and rank are not the minimum of noisy
+  estimates taken over the same seeds; --tune-seeds 0 tunes on the evaluation seeds."""
+  tune = list(range(args.tune_seeds))
+  return tune, list(range(args.tune_seeds, args.tune_seeds + args.seeds))
+
+
+def pick(final: np.ndarray, tune: int) -> tuple[int, np.ndarray]:
+  """The best ν (lowest mean final regret on the first `tune` seeds; all seeds when 0) and
+  the final regrets of the other seeds at it: final (ν, seeds) -> (index, (seeds − tune,))."""
+  best = int(np.argmin(final[:, :tune].mean(1) if tune else final.mean(1)))
+  return best, final[best, tune:]
 
 
 def table(args) -> tuple[str, dict]:
   """Runs the protocol; returns the Markdown tables and the raw results."""
   results = {}
+  tune, evaluate = seed_split(args)
   for ds_name in args.datasets:
     ds = data.load(ds_name, data_dir=args.data_dir)
     env = neural.classification(ds.features, ds.labels)
     steps = rounds(args, ds_name, ds.features.shape[0])
     for name in names(args):
-      final, timing = final_regret(env, name, agent_kwargs(name, args), args.nu, args.seeds, steps)
-      best = int(np.argmin(final.mean(1)))
+      no_nu = name == "bootstrapped_nn"
+      final, timing = final_regret(env, name, agent_kwargs(name, args), args.nu,
+                                   evaluate if no_nu else tune + evaluate, steps)
+      best, finals = pick(final, 0 if no_nu else len(tune))
       results[ds_name, name] = dict(
-          mean=float(final[best].mean()), std=float(final[best].std()), steps=steps,
-          nu=None if name == "bootstrapped_nn" else args.nu[best], all=final.mean(1).tolist(),
-          finals=np.asarray(final[best]))
+          mean=float(finals.mean()), std=float(finals.std()), steps=steps,
+          nu=None if no_nu else args.nu[best], all=final.mean(1).tolist(),
+          finals=np.asarray(finals))
       _log(f"{ds_name:9s} {name:16s} T={steps} best nu={results[ds_name, name]['nu']}"
-           f" regret {final[best].mean():8.1f} ± {final[best].std():6.1f}"
+           f" regret {finals.mean():8.1f} ± {finals.std():6.1f}"
            f"  (compile {timing['compile_seconds']:.0f} s, run {timing['run_seconds']:.0f} s)")
   return markdown(results, args), results
 
@@ -155,55 +183,111 @@ def markdown(results: dict, args) -> str:
       rankings.append((", NeuralUCB/TS in reference form", [
           f"{n}_reference" if n in REFERENCE_FORM else n for n in args.algorithms]))
     for what, rows in rankings:
-      out.append(f"| Kendall τ of our ranking with the paper's{what} [95% bootstrap over seeds] | "
-                 + " | ".join("{:+.2f} [{:+.2f}, {:+.2f}]".format(*kendall_ci(results, d, rows))
-                              for d in cols) + " |\n")
+      out.append(f"| Kendall τ of our ranking with the paper's{what} (p; seed range) | "
+                 + " | ".join(kendall_text(results, d, rows) for d in cols) + " |\n")
+    tune = ("ν tuned on the evaluation seeds themselves (--tune-seeds 0)" if not args.tune_seeds
+            else f"ν tuned on {args.tune_seeds} other seeds")
+    out.append(f"\nKendall τ: {tune}; p: Kendall's exact test of no association (two-sided, "
+               f"given our means); seed range: the 2.5th–97.5th percentiles of τ over bootstrap "
+               f"resamples of each algorithm's {args.seeds} evaluation seeds — a spread of τ "
+               f"under seed noise, not a calibrated 95% interval (with a few seeds it is too "
+               f"narrow, and τ at the means need not lie inside it).\n")
   return "".join(out)
 
 
-def kendall_ci(results: dict, ds: str, rows: list[str], boots: int = 1000, seed: int = 0):
-  """Kendall's τ between our ranking of the algorithms `rows` by mean final regret on `ds` and
-  the paper's, with a percentile 95% interval from resampling each algorithm's seeds."""
+def kendall(results: dict, ds: str, rows: list[str], boots: int = 1000, seed: int = 0):
+  """Kendall's τ between our ranking of the algorithms `rows` by mean final regret on `ds`
+  and the paper's; the p-value of Kendall's exact test of no association (two-sided); and the
+  2.5th and 97.5th percentiles of τ over bootstrap resamples of each algorithm's seeds.
+  Returns (τ, p, low, high)."""
   paper = [PAPER_MEAN[n.removesuffix("_reference")][DATASETS.index(ds)] for n in rows]
   finals = [results[ds, n]["finals"] for n in rows]
   rng = np.random.default_rng(seed)
   draws = [np.array([f[rng.integers(0, f.size, f.size)].mean() for _ in range(boots)])
            for f in finals]                                   # (algorithm, boots)
   taus = [_kendall([d[b] for d in draws], paper) for b in range(boots)]
-  return (_kendall([f.mean() for f in finals], paper), *np.percentile(taus, [2.5, 97.5]))
+  means = [f.mean() for f in finals]
+  p = stats.kendalltau(means, paper, method="exact").pvalue if len(rows) > 2 else 1.0
+  return (_kendall(means, paper), float(p), *np.percentile(taus, [2.5, 97.5]))
+
+
+def kendall_text(results: dict, ds: str, rows: list[str]) -> str:
+  """"+0.62 (p 0.07; −0.05…+0.81)": τ, its exact p and its seed range (`kendall`)."""
+  tau, p, low, high = kendall(results, ds, rows)
+  return f"{tau:+.2f} (p {p:.2g}; {low:+.2f}…{high:+.2f})"
 
 
 def estimate(args) -> str:
-  """The protocol's cost on this machine from measured round times, before running it.
+  """The protocol's cost on this machine from timed rounds of the program `table` runs.
 
-  For each data set and algorithm: one round of all its runs (ν grid × seeds, vmapped as
-  `table` runs them) timed after a history of T/2 rounds of random play in a buffer of T rows
-  (`neural_step_time.time_rbx`; compile excluded) — training is O(t) a round, so that is the
-  mean round of a run of T — times T.
+  For each data set and row, the sweep that `table` runs — the ν grid vmapped, its tuning and
+  evaluation seeds over the devices `neural.sweep` uses, its default seed batch — is compiled
+  with a history pre-filled with t rows of random play, and the median of `--estimate-rounds`
+  rounds after a warm-up round is timed (`neural_step_time.time_rbx`; compile excluded). Each
+  procedure has its own cost model (`model`): with `procedure="steps"` or "neuralts", full-batch
+  training is O(t) a round, so a run of T costs T rounds at t = T/2 (minibatches: the same
+  round at every t); with "neuralucb" a round makes at most `max_updates` per-row updates and
+  exactly that many once t ≥ max_updates (the first pass alone reaches the cap), and a round of
+  the program lasts as long as its slowest run, so T rounds at t = max_updates — an upper bound
+  for the rounds before. With `--estimate-check R` (> 0), every row's model is checked against
+  a measured run of R rounds of the same sweep (`neural.sweep`, compile excluded): the table
+  prints measured / estimated for R rounds.
   """
-  from neural_step_time import time_rbx     # benchmarks/, beside this script
   rows, total = [], 0.0
+  tune, evaluate = seed_split(args)
   for ds_name in args.datasets:
     ds = data.load(ds_name, data_dir=args.data_dir)
     env = neural.classification(ds.features, ds.labels)
     steps = rounds(args, ds_name, ds.features.shape[0])
     for name in names(args):
-      kwargs = agent_kwargs(name, args)
-      runs = args.seeds * (1 if name == "bootstrapped_nn" else len(args.nu))
-      agent = neural.get(name, **kwargs) if name == "bootstrapped_nn" else neural.get(
-          name.removesuffix("_reference"), nu=args.nu[0], **kwargs)
-      seconds = runs * time_rbx(env, agent, history=steps // 2, capacity=steps, seeds=runs,
-                                steps=args.estimate_rounds, repeats=1, seed_batch=runs)
+      seeds = evaluate if name == "bootstrapped_nn" else tune + evaluate
+      seconds, at = round_seconds(env, name, args, steps, len(seeds))
       total += seconds * steps
-      rows.append(f"| {ds_name} | {label(name)} | {steps} | {runs} | {seconds:.3f} | "
-                  f"{seconds * steps / 3600:.2f} |\n")
+      check = ""
+      if args.estimate_check:
+        R = min(args.estimate_check, steps)
+        predicted = R * round_seconds(env, name, args, R, len(seeds))[0]
+        grid = {} if name == "bootstrapped_nn" else {"nu": list(args.nu)}
+        measured = neural.sweep(build(env, name, agent_kwargs(name, args)), grid, seeds,
+                                R).timing["run_seconds"]
+        check = f" {measured:.1f} / {predicted:.1f} = {measured / predicted:.2f} |"
+      rows.append(f"| {ds_name} | {label(name)} | {steps} | {len(seeds)} | {at} | "
+                  f"{seconds:.3f} | {seconds * steps / 3600:.2f} |{check}\n")
       _log(rows[-1].strip())
   batch = "full batch" if args.batch_size is None else f"minibatches of {args.batch_size}"
-  return (f"Estimated cost (m = {args.width}, J = {args.train_steps}, {batch}; "
-          f"{args.estimate_rounds} round(s) timed at t = T/2):\n\n"
-          "| data set | algorithm | T | runs (ν × seeds) | s per round, all runs | hours |\n"
-          "|---|---|---:|---:|---:|---:|\n" + "".join(rows)
-          + f"| total | | | | | **{total / 3600:.1f}** |\n")
+  check_head = (f" run of {args.estimate_check} rounds: measured / estimated (s) |"
+                if args.estimate_check else "")
+  return (f"Estimated cost (m = {args.width}, J = {args.train_steps}, {batch}, procedure "
+          f"{args.procedure}; the median of {args.estimate_rounds} rounds of the table's "
+          f"program, at the t of each procedure's cost model):\n\n"
+          f"| data set | algorithm | T | seeds | timed at t | s per round, all runs | hours |"
+          f"{check_head}\n|---|---|---:|---:|---:|---:|---:|{'---:|' if check_head else ''}\n"
+          + "".join(rows) + f"| total | | | | | | **{total / 3600:.1f}** |\n")
+
+
+def model(args, steps: int) -> tuple[int, int]:
+  """(t, capacity): the history at which one round, times T = `steps`, is a run's cost under
+  the procedure's cost model (see `estimate`), and a buffer that holds it and the timed
+  rounds."""
+  timed = args.estimate_rounds + 1
+  if args.procedure == "neuralucb":
+    cap = training.settings().max_updates
+    return cap, max(steps, cap + timed)
+  return max(steps // 2, 1), max(steps, steps // 2 + timed)
+
+
+def round_seconds(env, name: str, args, steps: int, seeds: int) -> tuple[float, int]:
+  """Seconds of one round of the table's program (every ν and seed) at the history of the
+  cost model for a run of `steps` rounds, and that history."""
+  from neural_step_time import time_rbx     # benchmarks/, beside this script
+  history, capacity = model(args, steps)
+  grid = None if name == "bootstrapped_nn" else {"nu": list(args.nu)}
+  make = build(env, name, agent_kwargs(name, args))
+  agent = make()[1] if grid is None else (lambda nu: make(nu)[1])
+  per = time_rbx(env, agent, history=history, capacity=capacity, seeds=seeds, steps=1,
+                 repeats=args.estimate_rounds, devices=None,
+                 seed_batch=neural.default_seed_batch(), grid=grid)
+  return per * seeds * (1 if grid is None else len(args.nu)), history
 
 
 def variants(args) -> str:
@@ -269,9 +353,13 @@ def parse(argv=None):
   p.add_argument("--eta", type=float, default=1e-3)
   p.add_argument("--lam", type=float, default=1e-3, help="λ of the neural agents")
   p.add_argument("--batch-size", type=int, default=None, help="minibatch size (default: full)")
-  p.add_argument("--procedure", default="steps", choices=("steps", "reference"),
-                 help="the networks' training: J steps, or the public NeuralUCB code's per-row "
-                      "SGD (rbx.neural.training; no --batch-size)")
+  p.add_argument("--procedure", default="steps", choices=training.PROCEDURES,
+                 help="the networks' training: J steps, the public NeuralUCB code's per-row "
+                      "SGD (neuralucb; no --batch-size) or the public NeuralTS code's J "
+                      "full-batch steps on the MSE (neuralts) (rbx.neural.training)")
+  p.add_argument("--tune-seeds", type=int, default=None,
+                 help="seeds on which ν is tuned, other than the evaluation seeds (default: "
+                      "as many as --seeds; 0: tune on the evaluation seeds, as Appendix F)")
   p.add_argument("--reference-form", action="store_true",
                  help="also NeuralUCB and NeuralTS with the public implementation's σ "
                       "(form=\"reference\": ν inside the root, no 1/m)")
@@ -284,12 +372,18 @@ def parse(argv=None):
   p.add_argument("--no-table", action="store_true", help="skip the Tables 1-2 runs")
   p.add_argument("--estimate", action="store_true",
                  help="only estimate the protocol's cost from timed rounds (see `estimate`)")
-  p.add_argument("--estimate-rounds", type=int, default=2, help="rounds timed by --estimate")
+  p.add_argument("--estimate-rounds", type=int, default=3,
+                 help="rounds timed by --estimate (median, after a warm-up round)")
+  p.add_argument("--estimate-check", type=int, default=200,
+                 help="--estimate: check each estimate against a measured run of this many "
+                      "rounds (0: no check)")
   p.add_argument("--data-dir", default=str(root.parent / "shared" / "datasets"))
   p.add_argument("--out", default=None, help="also write the Markdown here")
   args = p.parse_args(argv)
-  if args.procedure == "reference" and args.batch_size is not None:
-    p.error("--procedure reference trains one row per update: leave out --batch-size")
+  if args.procedure == "neuralucb" and args.batch_size is not None:
+    p.error("--procedure neuralucb trains one row per update: leave out --batch-size")
+  if args.tune_seeds is None:
+    args.tune_seeds = args.seeds
   try:
     args.steps_for = {k: int(v) for k, v in (item.split("=") for item in args.steps_for)}
   except ValueError:

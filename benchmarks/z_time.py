@@ -10,8 +10,9 @@ and NeuralRBMLE-GA (which has no Z):
   float32 — makes every round cost seconds), the median of `--repeats` timed rounds (compile
   excluded);
 * t_Z: the Z⁻¹ work of that round alone — the K products Z⁻¹ g_a and the update of Z⁻¹ by
-  one arm's g, from gradients already computed (the index needs them anyway) — jitted on its
-  own, timed the same way.
+  the g of the arm with the largest gᵀZ⁻¹g (so that, as in a round, the update depends on the
+  solve) from gradients already computed (the index needs them anyway) — jitted on its own,
+  timed the same way.
 
     python benchmarks/z_time.py [--history 1000] [--repeats 20] [--exact]
 """
@@ -68,11 +69,16 @@ def measure(env, name: str, extra: dict, width: int, train_steps: int, history: 
 
   def z_work(z, g, blocks):
     z_inv_g = prec.solve(z, state.theta0, g, blocks)
-    return prec.update(z, state.theta0, jax.tree.map(lambda v: v[0], g), blocks[0],
+    # the updated arm is chosen from the solve, as a round's index chooses it: the update then
+    # runs after the solve has read Z⁻¹, and XLA can write it in place
+    a = jnp.argmax(precision.quadratic(g, z_inv_g))
+    return prec.update(z, state.theta0, jax.tree.map(lambda v: v[a], g), blocks[a],
                        width), z_inv_g
 
-  # Z is donated and each update feeds the next, as in a run (XLA updates it in place there;
-  # without donation every call would also copy the p × p matrix of the exact Z⁻¹)
+  # Z is donated and each update feeds the next, as in a run. XLA updates the donated Z⁻¹ in
+  # place only when the update depends on the solve: with an update independent of it (a fixed
+  # arm), the compiled program copies the whole p × p matrix first (`copy(...)` of the
+  # parameter in its HLO) so that the solve can still read the old one
   work = jax.jit(z_work, donate_argnums=0)
   z = jax.block_until_ready(work(jax.tree.map(jnp.copy, state.z), g, obs.block)[0])
   times = []

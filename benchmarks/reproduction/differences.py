@@ -26,7 +26,8 @@ def run(ctx: Context) -> tuple[str, None]:
       "noisier; the paper's numbers stand beside ours for orientation, not as a like-for-like "
       f"comparison. The likelihood comparison and the α(t) ablation run on "
       f"{', '.join(t.variant_datasets)} (the paper's ablation uses MNIST).",
-      f"* **Table 3.** {tm.timing_steps} timed round(s) per agent at t ∈ "
+      f"* **Table 3.** The median of {tm.timing_steps} timed rounds (after a warm-up round) "
+      f"per agent at t ∈ "
       f"{{{', '.join(map(str, tm.timing_history))}}} (the paper averages over its run), on "
       f"this machine rather than the paper's GPU.",
       "* **Data.** MNIST is `mnist5k` (its first 5,000 rows) in `../shared/datasets`; the "

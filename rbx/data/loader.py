@@ -16,13 +16,23 @@ what it is, for every column or per column (`bad_cells_by_column`):
   * "missing": the bad cells are missing values, the column is numeric;
   * "categorical": the column is categorical, every distinct value (numbers too) a category.
 
-Preprocessing (as the reference implementations of NeuralUCB/NeuralTS do with OpenML data):
+Preprocessing:
 
   * numeric columns are kept as they are; a missing numeric value becomes −1;
-  * categorical columns are one-hot encoded over their sorted values (a missing value is a
-    category of its own, as a one-hot encoder of the raw strings treats `?`);
+  * categorical columns are, with `categorical="onehot"` (the default), one-hot encoded over
+    their sorted values (a missing value is a category of its own, as a one-hot encoder of the
+    raw strings treats `?`); with `categorical="ordinal"`, replaced by the index of the value
+    among the column's sorted present values (0, 1, …), a missing value becoming −1;
   * every row is scaled to unit L2 norm (the paper's ‖x‖ ≤ 1, section 2.1), zero rows stay zero;
   * classes are sorted (numerically when every class is a number) and become labels 0..K−1.
+
+The public NeuralUCB/NeuralTS code (`data_multi.py` in uclaml/NeuralUCB and ZeroWeight/NeuralTS)
+does not one-hot encode: `fetch_openml` (scikit-learn 0.22, its pinned version) hands it each
+nominal column as ordinal codes, it sets NaN (a missing value) to −1 and scales every row to
+unit norm — `categorical="ordinal"` (Mushroom: d' = 22, against 117 one-hot). Its codes follow
+the order of the values in OpenML's ARFF header; ours follow the sorted values, which is the
+same encoding up to a relabelling of each column's codes only if that header lists them sorted
+(not checked here: OpenML cannot be reached from this project's machines).
 
 Data directory. A name such as "mushroom" is looked up as `<data_dir>/mushroom.csv.gz` (or
 `.csv`). The directory is, in order: the `data_dir` argument, the environment variable
@@ -60,10 +70,12 @@ _MISSING_SPELLINGS = sorted({"".join(s) for m in MISSING
 SUFFIXES = (".csv.gz", ".csv")
 BAD_CELLS = ("error", "missing", "categorical")
 """What a bad cell in a column of numbers makes of it (see the module docstring)."""
+CATEGORICAL = ("onehot", "ordinal")
+"""How a categorical column is encoded (see the module docstring)."""
 
 
 class Dataset(NamedTuple):
-  """A preprocessed classification data set. Shapes: n rows, d features after one-hot encoding.
+  """A preprocessed classification data set. Shapes: n rows, d features after encoding.
 
   Attributes:
     name: the file's name without its suffix.
@@ -91,16 +103,19 @@ class Options(NamedTuple):
   label: str = "label"
   bad_cells: str = "error"
   bad_cells_by_column: tuple[tuple[str, str], ...] = ()
+  categorical: str = "onehot"
 
   @classmethod
   def of(cls, label: str = "label", bad_cells: str = "error",
-         bad_cells_by_column: Mapping[str, str] | None = None) -> Options:
+         bad_cells_by_column: Mapping[str, str] | None = None,
+         categorical: str = "onehot") -> Options:
     """Checked options; ValueError naming the option and the allowed values."""
     _checks.choice("bad_cells", bad_cells, BAD_CELLS)
+    _checks.choice("categorical", categorical, CATEGORICAL)
     by_column = dict(bad_cells_by_column or {})
     for column, policy in by_column.items():
       _checks.choice(f"bad_cells_by_column[{column!r}]", policy, BAD_CELLS)
-    return cls(label, bad_cells, tuple(sorted(by_column.items())))
+    return cls(label, bad_cells, tuple(sorted(by_column.items())), categorical)
 
 
 def data_home(data_dir: str | os.PathLike | None = None) -> Path:
@@ -153,7 +168,8 @@ _CACHE: dict[tuple, Dataset] = {}
 
 def load(name_or_path: str | os.PathLike, *, data_dir: str | os.PathLike | None = None,
          label: str = "label", bad_cells: str = "error",
-         bad_cells_by_column: Mapping[str, str] | None = None, cache: bool = True) -> Dataset:
+         bad_cells_by_column: Mapping[str, str] | None = None, categorical: str = "onehot",
+         cache: bool = True) -> Dataset:
   """Reads and preprocesses a classification data set (see the module docstring).
 
   Args:
@@ -162,6 +178,8 @@ def load(name_or_path: str | os.PathLike, *, data_dir: str | os.PathLike | None 
     label: the name of the class column.
     bad_cells: one of `BAD_CELLS`: what a column of numbers with bad cells (`x`, `inf`) is.
     bad_cells_by_column: {column: one of `BAD_CELLS`}, overriding `bad_cells` per column.
+    categorical: one of `CATEGORICAL`: "onehot" (default) or "ordinal" (the public
+      NeuralUCB/NeuralTS code's encoding; see the module docstring).
     cache: reuse the arrays of an earlier load of the same unchanged file with the same
       options, in memory and on disk (`rbx.data.cache`); False reads and writes no cache.
   Returns:
@@ -173,7 +191,7 @@ def load(name_or_path: str | os.PathLike, *, data_dir: str | os.PathLike | None 
       unknown option value.
   """
   from rbx.data import cache as disk          # (cache imports this module)
-  options = Options.of(label, bad_cells, bad_cells_by_column)
+  options = Options.of(label, bad_cells, bad_cells_by_column, categorical)
   path = find(name_or_path, data_dir)
   stat = path.stat()
   key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, options)
@@ -286,7 +304,7 @@ def read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
 def preprocess(header: list[str], rows: Sequence[Sequence[str]], label: str = "label",
                path: str | os.PathLike = "<data>", **options) -> Dataset:
   """Features and labels from parsed CSV rows (see the module docstring for the steps);
-  `options` are `load`'s `bad_cells` and `bad_cells_by_column`.
+  `options` are `load`'s `bad_cells`, `bad_cells_by_column` and `categorical`.
 
   Raises:
     ValueError: as `preprocess_columns`.
@@ -330,6 +348,12 @@ def preprocess_columns(header: list[str], columns: list[np.ndarray], options: Op
       bad.append((name, _describe(name, values, is_bad)))
     elif not is_bad.any() or (mixed and policy == "missing"):
       blocks.append(np.where(np.isnan(numbers), -1.0, numbers).astype(np.float32)[:, None])
+      out_names.append(name)
+    elif options.categorical == "ordinal":
+      present = ~_missing(values)
+      codes = np.full(len(values), -1.0, np.float32)
+      codes[present] = np.unique(values[present], return_inverse=True)[1]
+      blocks.append(codes[:, None])
       out_names.append(name)
     else:
       cats, codes = np.unique(values, return_inverse=True)

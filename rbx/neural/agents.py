@@ -101,6 +101,7 @@ def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, zeta_n=0.0,
   """
   lik = likelihoods.get(likelihood)
   cfg = training_lib.settings(**training)
+  training_lib.every_round(cfg, "rbmle_ga")
   if arm_batch is not None:
     _checks.positive_int("arm_batch", arm_batch)
   sequential = cfg.batch_size is None and jax.default_backend() == "cpu"
@@ -250,18 +251,31 @@ def _z_agent(name, index, lam, opt, cfg, precision_name, z_after_training, m_z=N
       state = state._replace(g=jax.tree.map(lambda v: v[arm], g))
     return state, arm
 
-  def update(key, state, obs, arm, reward, spec):
-    del spec
-    _, k_fit = jax.random.split(key)
+  def learn(k_fit, state, obs, arm, reward):
     state = record(state, obs, arm, reward)
     theta, opt_state = training_lib.start(state.theta, state.opt_state, state.theta0, opt, cfg)
     theta, opt_state = training_lib.fit(theta, opt_state, state.theta0, state.buffer, k_fit,
                                         lik, lam, opt, cfg)
+    return state._replace(theta=theta, opt_state=opt_state)
+
+  def skip(k_fit, state, obs, arm, reward):
+    del k_fit, obs, arm, reward
+    return state._replace(t=state.t + 1)
+
+  def update(key, state, obs, arm, reward, spec):
+    del spec
+    _, k_fit = jax.random.split(key)
+    args = (k_fit, state, obs, arm, reward)
+    if cfg.thin_after is None:
+      state = learn(*args)
+    else:                               # NeuralUCB's train.py: some rounds neither store nor train
+      state = jax.lax.cond(training_lib.trains(cfg, state.t), learn, skip, *args)
     if z_after_training:
-      g_t = jax.grad(network.apply_block)(network.block_of(theta, obs.block[arm]), obs.x[arm])
+      g_t = jax.grad(network.apply_block)(network.block_of(state.theta, obs.block[arm]),
+                                          obs.x[arm])
     else:
       g_t = state.g
-    z = prec.update(state.z, state.theta0, g_t, obs.block[arm], m_z or cfg.width)
-    return state._replace(theta=theta, opt_state=opt_state, z=z)
+    return state._replace(z=prec.update(state.z, state.theta0, g_t, obs.block[arm],
+                                        m_z or cfg.width))
 
   return Agent(name, init, act, update)

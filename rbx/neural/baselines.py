@@ -120,6 +120,7 @@ def deep_fpl(nu=0.1, lam=1e-3, eta=0.01, **training) -> Agent:
     **training: as `rbx.neural.rbmle_ga`.
   """
   cfg, opt = training_lib.setup(nu, lam, eta, training)
+  training_lib.every_round(cfg, "deep_fpl")
   lik = likelihoods.gaussian
 
   def init(key, spec, horizon):
@@ -156,13 +157,15 @@ def bootstrapped_nn(p=0.8, lam=1e-3, eta=0.01, num_networks: int = 10, **trainin
     **training: as `rbx.neural.rbmle_ga`.
   """
   cfg = training_lib.settings(**training)
+  training_lib.every_round(cfg, "bootstrapped_nn")
   q = _checks.positive_int("num_networks", num_networks)
   _checks.in_range("p", p, 0.0, 1.0)
   opt = training_lib.optimizer(lam, eta, cfg)
   lik = likelihoods.gaussian
 
   def init(key, spec, horizon):
-    init_one = lambda k: network.init(k, spec.dim, cfg.width, cfg.depth, spec.num_blocks)
+    init_one = lambda k: network.init(k, spec.dim, cfg.width, cfg.depth, spec.num_blocks,
+                                      cfg.network)
     theta0 = jax.vmap(init_one)(jax.random.split(key, q))
     buf = buffer_lib.empty(horizon, spec.dim, spec.num_blocks)
     member = jnp.zeros((q,) + buf.mask.shape)

@@ -50,9 +50,7 @@ def _diag_solve(z, params, g, blocks):
 
 def _diag_update(z, params, g, block, m):
   del params
-  sq = jax.tree.map(lambda x: x ** 2 / m, g)
-  return Params(z.W1.at[block].add(sq.W1), jax.tree.map(jnp.add, z.hidden, sq.hidden),
-                z.w + sq.w)
+  return network.add_to_block(z, block, jax.tree.map(lambda x: x ** 2 / m, g))
 
 
 def _exact_init(params, lam):

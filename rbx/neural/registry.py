@@ -20,6 +20,7 @@ from rbx.core.protocol import Agent
 from rbx.core.registry import Param, boolean, integer, real, string, table
 from rbx.neural import agents, baselines, likelihoods, precision, training
 from rbx.neural import env as env_lib
+from rbx.neural import network as network_lib
 
 
 def default_seed_batch() -> int:
@@ -35,11 +36,11 @@ def default_seed_batch() -> int:
 
 def load_classification(dataset: str | None = None, data_dir: str | None = None,
                         label: str = "label", num_arms: int | None = None,
-                        bad_cells: str = "error", bad_cells_by_column: dict | None = None
-                        ) -> env_lib.ClassificationEnv:
+                        bad_cells: str = "error", bad_cells_by_column: dict | None = None,
+                        categorical: str = "onehot") -> env_lib.ClassificationEnv:
   """The classification bandit of a data set: `rbx.data.load(dataset, data_dir=..., label=...,
-  bad_cells=..., bad_cells_by_column=...)` as `rbx.neural.classification` (K = `num_arms`,
-  default the number of classes).
+  bad_cells=..., bad_cells_by_column=..., categorical=...)` as `rbx.neural.classification`
+  (K = `num_arms`, default the number of classes).
 
   Raises:
     ValueError: no `dataset`, or a malformed file. FileNotFoundError: no such data set.
@@ -47,7 +48,7 @@ def load_classification(dataset: str | None = None, data_dir: str | None = None,
   if dataset is None:
     raise ValueError("dataset=? is needed by env 'classification': a data set name or CSV path")
   ds = data_lib.load(dataset, data_dir=data_dir, label=label, bad_cells=bad_cells,
-                     bad_cells_by_column=bad_cells_by_column)
+                     bad_cells_by_column=bad_cells_by_column, categorical=categorical)
   return env_lib.classification(ds.features, ds.labels, num_arms)
 
 
@@ -75,11 +76,13 @@ FAMILY.env("classification", load_classification, {
     "bad_cells": string(data_lib.BAD_CELLS, doc="a numeric column's cells that are not numbers"
                         " (x, inf): error, missing or categorical (see rbx.data.loader)"),
     "bad_cells_by_column": table(doc="{column = error|missing|categorical}, over bad_cells"),
+    "categorical": string(data_lib.CATEGORICAL, doc="categorical columns one-hot (onehot) or as "
+                          "codes with missing -1 (ordinal, the public NeuralUCB/NeuralTS code)"),
 })
 
 # the network and its training (`rbx.neural.training.settings`), static
 TRAINING: dict[str, Param] = {
-    "width": integer(2, doc="m, the network's width (even)"),
+    "width": integer(1, doc="m, the network's width (even for network=paper)"),
     "depth": integer(2, doc="L, the network's depth"),
     "train_steps": integer(1, doc="J, optimiser steps per round"),
     "batch_size": integer(1, optional=True, doc="B, minibatch rows per step (None: full batch)"),
@@ -87,11 +90,17 @@ TRAINING: dict[str, Param] = {
     "optimizer": string(training.OPTIMIZERS, doc="sgd (gradient ascent) or adam"),
     "scaling": string(training.SCALINGS, doc="the objective divided by n_t (mean) or as "
                       "(10)/(12) are written (sum)"),
-    "procedure": string(training.PROCEDURES, doc="J optimiser steps (steps) or the public "
-                        "NeuralUCB/NeuralTS code's per-row SGD (reference)"),
-    "max_updates": integer(1, doc="reference procedure: updates per round at most"),
-    "tolerance": real(0.0, static=True, doc="reference procedure: stop after a pass whose "
+    "procedure": string(training.PROCEDURES, doc="J optimiser steps (steps), the public "
+                        "NeuralUCB code's per-row SGD (neuralucb) or the public NeuralTS "
+                        "code's J full-batch steps on the MSE (neuralts)"),
+    "max_updates": integer(1, doc="neuralucb procedure: updates per round at most"),
+    "tolerance": real(0.0, static=True, doc="neuralucb procedure: stop after a pass whose "
                       "mean loss is at most this"),
+    "network": string(network_lib.NETWORKS, doc="f of (2) with θ_0 of section 2.2 (paper) or "
+                      "the public code's torch Linear-ReLU-Linear with biases (torch)"),
+    "thin_after": integer(0, optional=True, doc="from round thin_after + 1 on, store and train "
+                          "only every thin_every-th round (NeuralUCB's train.py: 2000)"),
+    "thin_every": integer(1, doc="see thin_after (NeuralUCB's train.py: 100)"),
 }
 _TRAINS = (training.settings,)      # where the agents' **training go: their defaults
 _NU = real(0.0, doc="ν: α(t) = ν t^n, or the exploration weight")

@@ -26,39 +26,50 @@ is played; a round's J minibatches are drawn together at its start. Training is
 warm-started from the previous round's θ (per arm for GA); `restart=True` starts every round
 from θ_0, as the analysis does (`start`).
 
-Procedure. All of the above is `procedure="steps"` (the default). `procedure="reference"`
-trains as the public NeuralUCB code does (uclaml/NeuralUCB `learner_diag.py`,
-`NeuralUCBDiag.train`, the diagonal-Z learner; the same loop is ZeroWeight/NeuralTS
-`learner_neural.py`, `NeuralTS.train`, and that repository's `learner_diag.py` until
-2020-05-31), by per-row SGD (`reference_fit`). Each round the stored rows are shuffled once
-(`row_order`) and passes are made over that order, one update per row on that row's loss
-L_s(θ) = −2 w_s log p(r_s | f(x_s; θ)) (w_s its mask weight, 1 for a stored row): for the
-Gaussian likelihood exactly the reference's (f(x_s; θ) − r_s)², which is why the factor is 2
-(so `eta` and `tolerance` mean what the reference's lr and 10⁻³ mean). Every update adds the
-reference's weight decay, torch's `weight_decay=λ`, λθ, to the gradient: a penalty
-(λ/2)‖θ‖² toward 0, not (10)'s (mλ/2)‖θ − θ_0‖² (λ is the agent's `lam`, the λ of
-`form="reference"`'s U = λI + Σ g gᵀ, as in the reference). A round stops once `max_updates`
-updates have been made (default 1000; mid-pass if so), or after a full pass whose mean loss
-(the mean of L_s over the pass, each taken just before its update, as the reference sums
-`loss.item()`) is ≤ `tolerance` (default 10⁻³): at least one pass (or `max_updates`
-updates) whenever there is a row, none on an empty history. The step size is the agent's η
-(the reference hard-codes lr = 10⁻²). Mind the network: the reference's is torch's unscaled
-two-layer net with biases, ours the √m-scaled f of (2), whose ‖g‖² is about 1.5–2 m for
-unit inputs at θ_0; one row's step multiplies f − r by about 1 − 2η‖g‖², so η < 1/‖g‖² ≈
-1/(2m) is needed: 10⁻² trains at m = 32 but diverges at m = 100 (NaN within one round on 20
-unit-norm rows), where 5·10⁻³ still trains. The optimiser's state starts fresh every round,
-as the reference builds a new torch SGD each round (plain SGD has none; this matters only
-for "adam"). `train_steps` and `scaling` are not used (per-row steps act like steps on the
-sum), and minibatches are refused (`batch_size` must be None). GA's bias term of (12),
-α(t) f(x_{t,a}; θ), enters every update as −(2/n_t) α(t) f(x_{t,a}; θ), so a pass over the
-n_t rows adds it once, with the rows' factor 2 (a pass is about one epoch of SGD on
-−2 × (12)); it is left out of the stopping rule's loss, which measures the fit to the data as
-the reference's does. With no stored row (GA's first round) no update is made, so there the
-bias has no effect. (ZeroWeight/NeuralTS's final `learner_diag.py`, which its README names for
-the NeuralTS paper's runs, trains otherwise: 100 full-batch SGD steps a round on the mean
-squared error, lr 10⁻², weight decay λ/t toward 0; that resembles `procedure="steps"`
-with `train_steps=100` and η = 2·10⁻² (the mean of ½(f − r)² is half the MSE), not this
-option.)
+Procedures. All of the above is `procedure="steps"` (the default). Two more train as the public
+code does, named after it:
+
+* `procedure="neuralucb"`: uclaml/NeuralUCB `learner_diag.py`, `NeuralUCBDiag.train` (the
+  diagonal-Z learner), by per-row SGD (`neuralucb_fit`). (ZeroWeight/NeuralTS's
+  `learner_neural.py` has the same loop, but its `select` takes the mean and g from an untrained
+  copy of the network, `func1`, so it is not the learner this option follows.) Each round the
+  stored rows are shuffled once (`row_order`) and passes are made over that order, one update
+  per row on that row's loss L_s(θ) = −2 w_s log p(r_s | f(x_s; θ)) (w_s its mask weight, 1 for a
+  stored row): for the Gaussian likelihood exactly the public code's (f(x_s; θ) − r_s)², which is
+  why the factor is 2 (so `eta` and `tolerance` mean what its lr and 10⁻³ mean). Every update
+  adds torch's `weight_decay=λ`, λθ, to the gradient: a penalty (λ/2)‖θ‖² toward 0, not (10)'s
+  (mλ/2)‖θ − θ_0‖² (λ is the agent's `lam`, the λ of `form="reference"`'s U = λI + Σ g gᵀ, as in
+  the public code). A round stops once `max_updates` updates have been made (default 1000;
+  mid-pass if so), or after a full pass whose mean loss (the mean of L_s over the pass, each
+  taken just before its update, as the public code sums `loss.item()`) is ≤ `tolerance`
+  (default 10⁻³): at least one pass (or `max_updates` updates) whenever there is a row, none on
+  an empty history. `train_steps` and `scaling` are not used (per-row steps act like steps on
+  the sum), and minibatches are refused (`batch_size` must be None). GA's bias term of (12),
+  α(t) f(x_{t,a}; θ), enters every update as −(2/n_t) α(t) f(x_{t,a}; θ), so a pass over the n_t
+  rows adds it once, with the rows' factor 2; it is left out of the stopping rule's loss, which
+  measures the fit to the data as the public code's does. With no stored row (GA's first
+  round) no update is made.
+* `procedure="neuralts"`: ZeroWeight/NeuralTS at d1c1afb, `learner_diag.py`,
+  `NeuralTSDiag.train` (the file its README names for the NeuralTS paper's runs): `train_steps`
+  full-batch steps (the public code: 100) of size η (its lr: 10⁻²) on the mean squared error
+  −(2/n_t) ℓ(F_t; θ) plus torch's weight decay λ/n_t toward 0, i.e. on
+  −(2/n_t)(ℓ(F_t; θ) + bias(θ)) + (λ/(2 n_t))‖θ‖², no early stop. `scaling` is not used.
+
+Both start the optimiser's state fresh every round, as the public code builds a new torch SGD
+each round (plain SGD has none; this matters only for "adam"), and take the agent's η (the
+public code hard-codes lr = 10⁻²). Mind the network (`training.settings(network=...)`): the
+public code's is torch's two-layer net with biases (`network="torch"`), ours by default the
+√m-scaled f of (2), whose ‖g‖² is about 1.5–2 m for unit inputs at θ_0 (torch's: about 1.5 at
+m = 100 on Mushroom). One per-row step multiplies that row's f − r by about 1 − 2η‖g‖², which
+at lr 10⁻² and m = 100 on the paper's network (‖g‖² ≈ 170–220) overshoots every row; whether
+the overshoots compound depends on how much the rows' gradients overlap, i.e. on the data.
+`benchmarks/per_row_lr.py` (one round, 20 rows, m = 100, η = 10⁻²): NaN on random unit-norm
+rows in d = 5, finite (max |θ| < 1) in d = 20 and on Mushroom rows (one-hot or ordinal,
+K = 2); the torch network (‖g‖² ≈ 1.4–8) stayed finite on all four. So lr 10⁻² with the
+paper's network is safe only on data like Mushroom's; η < 1/(2m) is safe everywhere.
+
+Thinning (`thin_after`, `thin_every`): NeuralUCB's `train.py` calls `train` (which also stores
+the row) every round for t < 2000 and then only every 100th round; `trains` says which rounds.
 """
 from __future__ import annotations
 
@@ -72,7 +83,8 @@ import optax
 
 from rbx import _checks, schedules
 from rbx.neural import buffer as buffer_lib
-from rbx.neural import likelihoods, network
+from rbx.neural import likelihoods
+from rbx.neural import network as network_lib
 from rbx.neural.network import Params
 
 
@@ -81,9 +93,11 @@ class Training(NamedTuple):
   ⌈B/n_b⌉ rows per first-layer block, see the module docstring), restart from θ_0 each
   round, the optimiser ("sgd": gradient ascent, or "adam"), network width/depth, the
   objective's scaling ("mean": divided by n_t; "sum": as (10)/(12) are written), and the
-  procedure ("steps": J steps as above; "reference": the public NeuralUCB/NeuralTS code's
-  per-row SGD, at most `max_updates` updates a round, stopping after a pass whose mean loss
-  is ≤ `tolerance`; see the module docstring)."""
+  procedure ("steps": J steps as above; "neuralucb": the public NeuralUCB code's per-row SGD,
+  at most `max_updates` updates a round, stopping after a pass whose mean loss is ≤
+  `tolerance`; "neuralts": the public NeuralTS code's J full-batch steps on the MSE), the
+  network ("paper" or "torch") and the thinning of training rounds (see the module
+  docstring)."""
   train_steps: int
   batch_size: int | None
   restart: bool
@@ -94,31 +108,43 @@ class Training(NamedTuple):
   procedure: str = "steps"
   max_updates: int = 1000
   tolerance: float = 1e-3
+  network: str = "paper"
+  thin_after: int | None = None
+  thin_every: int = 100
 
 
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 SCALINGS = ("mean", "sum")
-PROCEDURES = ("steps", "reference")
+PROCEDURES = ("steps", "neuralucb", "neuralts")
 
 
 def settings(width: int = 32, depth: int = 2, train_steps: int = 10,
              batch_size: int | None = None, restart: bool = False,
              optimizer: str = "sgd", scaling: str = "mean", procedure: str = "steps",
-             max_updates: int = 1000, tolerance=1e-3) -> Training:
+             max_updates: int = 1000, tolerance=1e-3, network: str = "paper",
+             thin_after: int | None = None, thin_every: int = 100) -> Training:
   """The checked `Training` settings (the `**training` keywords of the neural agents).
 
-  `procedure="reference"` trains by the public NeuralUCB/NeuralTS code's per-row SGD (module
-  docstring): at most `max_updates` updates a round (the reference: 1000), stopping after a
-  pass whose mean loss is ≤ `tolerance` (the reference: 10⁻³; may be traced), with step η
-  (the reference: lr = 10⁻²); `train_steps` and `scaling` are then unused.
+  `procedure="neuralucb"` trains by the public NeuralUCB code's per-row SGD (module
+  docstring): at most `max_updates` updates a round (the public code: 1000), stopping after a
+  pass whose mean loss is ≤ `tolerance` (the public code: 10⁻³; may be traced), with step η
+  (the public code: lr = 10⁻²); `train_steps` and `scaling` are then unused.
+  `procedure="neuralts"` trains as the public NeuralTS code's `learner_diag.py`: `train_steps`
+  (the public code: 100) gradient steps of size η (lr 10⁻²) a round on the mean squared error
+  plus torch's weight decay λ/n_t, from a fresh optimiser state; `scaling` is unused.
+  `network` is "paper" (f of (2), the default) or "torch" (the public code's network;
+  `rbx.neural.network`). `thin_after`: from round t = thin_after + 1 on, a round records its
+  row and trains only when (t − 1) % thin_every == 0, as NeuralUCB's `train.py` (thin_after
+  = 2000, thin_every = 100; rounds count from 1 here, from 0 there); None (default): every
+  round. Z is still updated every round.
 
   Raises:
-    ValueError: naming the field, for an odd or non-positive width, depth < 2, J < 1,
-      B < 1, a non-bool `restart`, an unknown optimiser, scaling or procedure,
-      max_updates < 1, a negative or non-finite tolerance, or a `batch_size` with
-      procedure="reference".
+    ValueError: naming the field, for a non-positive width (odd for network="paper"),
+      depth < 2, J < 1, B < 1, a non-bool `restart`, an unknown optimiser, scaling,
+      procedure or network, max_updates < 1, a negative or non-finite tolerance, a
+      `batch_size` with procedure="neuralucb", thin_after < 0 or thin_every < 1.
   """
-  network.check_architecture(width, depth)
+  network_lib.check_architecture(width, depth, network)
   _checks.positive_int("train_steps", train_steps)
   if batch_size is not None:
     _checks.positive_int("batch_size", batch_size)
@@ -131,11 +157,30 @@ def settings(width: int = 32, depth: int = 2, train_steps: int = 10,
   if _checks.is_concrete(tolerance) and (isinstance(tolerance, bool) or np.ndim(tolerance)):
     raise ValueError(f"tolerance must be a real scalar, got {tolerance!r}")
   _checks.positive("tolerance", tolerance, strict=False)
-  if procedure == "reference" and batch_size is not None:
-    raise ValueError(f"batch_size must be None with procedure='reference' (one row per "
+  if procedure == "neuralucb" and batch_size is not None:
+    raise ValueError(f"batch_size must be None with procedure='neuralucb' (one row per "
                      f"update), got {batch_size!r}")
+  if thin_after is not None and (isinstance(thin_after, bool) or not isinstance(thin_after, int)
+                                 or thin_after < 0):
+    raise ValueError(f"thin_after must be None or an int >= 0, got {thin_after!r}")
+  _checks.positive_int("thin_every", thin_every)
   return Training(train_steps, batch_size, restart, optimizer, width, depth, scaling,
-                  procedure, int(max_updates), tolerance)
+                  procedure, int(max_updates), tolerance, network, thin_after, thin_every)
+
+
+def trains(cfg: Training, t) -> chex.Array:
+  """Whether round t (from 1) records its row and trains: always, or with `cfg.thin_after`
+  only for t ≤ thin_after and when (t − 1) % thin_every == 0 (NeuralUCB's `train.py`)."""
+  if cfg.thin_after is None:
+    return jnp.ones((), bool)
+  return (t <= cfg.thin_after) | ((t - 1) % cfg.thin_every == 0)
+
+
+def every_round(cfg: Training, agent: str) -> None:
+  """Raises `ValueError` if `cfg.thin_after` is set for an agent that trains every round."""
+  if cfg.thin_after is not None:
+    raise ValueError(f"thin_after must be None for {agent} (only neural_ucb, neural_ts and "
+                     f"rbmle_pc thin their training), got {cfg.thin_after!r}")
 
 
 def optimizer(lam, eta, cfg: Training) -> optax.GradientTransformation:
@@ -159,9 +204,9 @@ def schedule(nu, n) -> schedules.Schedule:
 
 
 def init(key: chex.PRNGKey, spec, capacity: int, cfg: Training) -> tuple[Params, buffer_lib.Buffer]:
-  """θ_0 of section 2.2 for the environment's `spec` (dim, num_blocks) and an empty buffer of
-  `capacity` rows."""
-  theta0 = network.init(key, spec.dim, cfg.width, cfg.depth, spec.num_blocks)
+  """θ_0 of the network `cfg.network` for the environment's `spec` (dim, num_blocks) and an
+  empty buffer of `capacity` rows."""
+  theta0 = network_lib.init(key, spec.dim, cfg.width, cfg.depth, spec.num_blocks, cfg.network)
   return theta0, buffer_lib.empty(capacity, spec.dim, spec.num_blocks)
 
 
@@ -176,25 +221,35 @@ def start(theta: Params, opt_state, theta0: Params, opt, cfg: Training):
 def fit(theta: Params, opt_state, theta0: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
         lik: likelihoods.Likelihood, lam, opt, cfg: Training, bias=None):
   """J optimiser steps on −(ℓ_λ(F_t; θ) + bias(θ)) / n_t (or not divided, `cfg.scaling`);
-  with `cfg.procedure == "reference"`, the reference code's per-row SGD (`reference_fit`).
+  with `cfg.procedure == "neuralts"`, J steps from a fresh optimiser state on the public
+  NeuralTS code's objective −(2/n_t)(ℓ(F_t; θ) + bias(θ)) + (λ/2n_t)‖θ‖² (for the Gaussian ℓ,
+  the mean squared error plus torch's weight decay λ/n_t); with "neuralucb", the public
+  NeuralUCB code's per-row SGD (`neuralucb_fit`).
 
   Args:
     theta, opt_state: the starting point (see `start`).
-    theta0: θ_0 of the penalty (mλ/2)‖θ − θ_0‖² (unused by the reference procedure, whose
-      weight decay pulls toward 0).
+    theta0: θ_0 of the penalty (mλ/2)‖θ − θ_0‖² (unused by the public codes' procedures,
+      whose weight decay pulls toward 0).
     buf: the history F_t.
-    key: draws the round's J minibatches (unused for full-batch training), or the reference
-      procedure's order of the rows.
+    key: draws the round's J minibatches (unused for full-batch training), or the
+      "neuralucb" procedure's order of the rows.
     lik: the surrogate likelihood of (9).
-    lam: λ of (10), or of the reference procedure's weight decay.
+    lam: λ of (10), or of the public codes' weight decay.
     opt, cfg: the optimiser and the settings.
     bias: an extra term of the objective, θ -> scalar (GA's α(t) f(x_{t,a}; θ) of (12)), or None.
   Returns:
-    (θ, optimiser state) after J steps (or after the reference procedure).
+    (θ, optimiser state) after J steps (or after the "neuralucb" procedure).
   """
-  if cfg.procedure == "reference":
-    return reference_fit(theta, buf, key, lik, lam, opt, cfg, bias)[:2]
-  n = jnp.maximum(buf.count, 1).astype(jnp.float32) if cfg.scaling == "mean" else 1.0
+  if cfg.procedure == "neuralucb":
+    return neuralucb_fit(theta, buf, key, lik, lam, opt, cfg, bias)[:2]
+  count = jnp.maximum(buf.count, 1).astype(jnp.float32)
+  if cfg.procedure == "neuralts":
+    # 2 × (ℓ + bias − (λ/4)‖θ‖²) / n_t: the gradient of the MSE plus (λ/n_t)θ, torch's decay
+    opt_state, factor, n = opt.init(theta), 2.0, count
+    reg = lambda th: 0.25 * lam * sum(jnp.sum(p ** 2) for p in jax.tree.leaves(th))
+  else:
+    factor, n = 1.0, count if cfg.scaling == "mean" else 1.0
+    reg = lambda th: penalty(th, theta0, lam)
   if cfg.batch_size is None:
     history_grad = lambda th, j: history(th, buf, lik, grad=True)[1]
   else:
@@ -206,22 +261,23 @@ def fit(theta: Params, opt_state, theta0: Params, buf: buffer_lib.Buffer, key: c
     def history_grad(th, j):
       x, r = buffer_lib.rows(buf, flat[j])
       return jax.grad(lambda th: likelihoods.log_likelihood(
-          lik, r, network.predict_blocks(th, x), weight))(th)
+          lik, r, network_lib.predict_blocks(th, x), weight))(th)
 
   def rest(th):
-    return (0.0 if bias is None else bias(th)) - penalty(th, theta0, lam)
+    return (0.0 if bias is None else bias(th)) - reg(th)
 
   def body(j, carry):
     th, os = carry
-    grads = jax.tree.map(lambda a, b: -(a + b) / n, history_grad(th, j), jax.grad(rest)(th))
+    grads = jax.tree.map(lambda a, b: -factor * (a + b) / n, history_grad(th, j),
+                         jax.grad(rest)(th))
     updates, os = opt.update(grads, os, th)
     return optax.apply_updates(th, updates), os
 
   return jax.lax.fori_loop(0, cfg.train_steps, body, (theta, opt_state))
 
 
-class ReferenceFit(NamedTuple):
-  """What `reference_fit` returns: θ and the optimiser state after the round's updates, the
+class NeuralUCBFit(NamedTuple):
+  """What `neuralucb_fit` returns: θ and the optimiser state after the round's updates, the
   number of updates made and of full passes completed."""
   theta: Params
   opt_state: Any
@@ -241,10 +297,10 @@ def row_order(buf: buffer_lib.Buffer, key: chex.PRNGKey) -> chex.Array:
   return buf.slot[perm]
 
 
-def reference_fit(theta: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
+def neuralucb_fit(theta: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
                   lik: likelihoods.Likelihood, lam, opt, cfg: Training,
-                  bias=None) -> ReferenceFit:
-  """The public NeuralUCB/NeuralTS code's training of one round (module docstring): per-row
+                  bias=None) -> NeuralUCBFit:
+  """The public NeuralUCB code's training of one round (module docstring): per-row
   SGD over one random order of the stored rows (`row_order(buf, key)`), repeated passes,
   each update a step of `opt` (fresh state) on L_s(θ) + (λ/2)‖θ‖² − (2/n_t) bias(θ) with
   L_s = −2 w_s log p(r_s | f(x_s; θ)); at most `cfg.max_updates` updates, and a stop after
@@ -259,7 +315,7 @@ def reference_fit(theta: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
 
   def objective(th, flat):
     g, s = flat // S, flat % S
-    z = network.apply(th, buf.x[g, s], buf.block[g])
+    z = network_lib.apply(th, buf.x[g, s], buf.block[g])
     loss = -2.0 * buf.mask[g, s] * lik.log_prob(buf.r[g, s], z)
     decay = 0.5 * lam * sum(jnp.sum(p ** 2) for p in jax.tree.leaves(th))
     extra = 0.0 if bias is None else -2.0 * bias(th) / n_f
@@ -283,7 +339,7 @@ def reference_fit(theta: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
   zero = jnp.zeros((), jnp.int32)
   carry = (theta, opt.init(theta), zero, zero, zero, jnp.zeros(()), jnp.zeros((), bool))
   th, os, updates, passes, *_ = jax.lax.while_loop(cond, body, carry)
-  return ReferenceFit(th, os, updates, passes)
+  return NeuralUCBFit(th, os, updates, passes)
 
 
 def history(theta: Params, buf: buffer_lib.Buffer, lik: likelihoods.Likelihood, grad: bool):
@@ -295,7 +351,7 @@ def history(theta: Params, buf: buffer_lib.Buffer, lik: likelihoods.Likelihood, 
     ℓ (a scalar), or (ℓ, ∇_θ ℓ as `Params`) with `grad`.
   """
   def ell(tiles_theta, x, r, mask):
-    return likelihoods.log_likelihood(lik, r, network.predict_blocks(tiles_theta, x), mask)
+    return likelihoods.log_likelihood(lik, r, network_lib.predict_blocks(tiles_theta, x), mask)
 
   def body(i, acc):
     x, r, mask, block = buffer_lib.chunk(buf, i)
@@ -304,8 +360,7 @@ def history(theta: Params, buf: buffer_lib.Buffer, lik: likelihoods.Likelihood, 
       return acc + ell(tiles_theta, x, r, mask)
     value, g = jax.value_and_grad(ell)(tiles_theta, x, r, mask)
     total, sums = acc
-    return total + value, Params(sums.W1.at[block].add(g.W1),
-                                 jax.tree.map(jnp.add, sums.hidden, g.hidden), sums.w + g.w)
+    return total + value, network_lib.add_to_block(sums, block, g)
 
   zero = jnp.zeros(())
   return jax.lax.fori_loop(0, buffer_lib.num_chunks(buf), body,

@@ -15,7 +15,7 @@ AGENTS = ["rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ts", "lin_rbmle", "lin_u
           "bootstrapped_nn"]
 TRAINING = {"width": INT, "depth": INT, "train_steps": INT, "batch_size": INT, "restart": BOOL,
             "optimizer": STR, "scaling": STR, "procedure": STR, "max_updates": INT,
-            "tolerance": REAL}
+            "tolerance": REAL, "network": STR, "thin_after": INT, "thin_every": INT}
 STATIC_REALS = {"tolerance"}        # a setting of the training procedure, not swept
 
 
@@ -44,8 +44,10 @@ def test_reals_are_traced_and_the_rest_static(name):
   # the constructor takes every declared parameter
   sample = {REAL: 0.5, INT: 2, BOOL: True, STR: None}
   values = {f: p.choices[-1] if p.kind == STR else sample[p.kind] for f, p in params.items()}
-  if values.get("procedure") == "reference":
+  if values.get("procedure") == "neuralucb":
     values["batch_size"] = None                     # the per-row procedure takes no minibatch
+  if neural_training and name not in ("rbmle_pc", "neural_ucb", "neural_ts"):
+    values["thin_after"] = None                     # only these thin their training rounds
   assert neural.FAMILY.agents[name].make(**values).name == name
 
 

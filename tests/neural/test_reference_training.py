@@ -1,5 +1,5 @@
-"""`procedure="reference"`: the public NeuralUCB/NeuralTS code's per-row SGD training
-(`rbx.neural.training.reference_fit`) against a plain NumPy re-implementation of its loop,
+"""`procedure="neuralucb"`: the public NeuralUCB code's per-row SGD training
+(`rbx.neural.training.neuralucb_fit`) against a plain NumPy re-implementation of its loop,
 its early stop and update cap, an agent running it in a sweep, and its settings' validation."""
 import jax
 import jax.numpy as jnp
@@ -33,10 +33,10 @@ def _buffer(n, key, rewards=None):
 @jax.jit
 def _fit(theta, buf, key, tolerance):
   """The reference procedure with step η, decay λ, at most 12 updates; `tolerance` traced."""
-  cfg = training.settings(width=M, procedure="reference", max_updates=MAX_UPDATES,
+  cfg = training.settings(width=M, procedure="neuralucb", max_updates=MAX_UPDATES,
                           tolerance=tolerance)
   opt = training.optimizer(LAM, ETA, cfg)
-  return training.reference_fit(theta, buf, key, likelihoods.gaussian, LAM, opt, cfg)
+  return training.neuralucb_fit(theta, buf, key, likelihoods.gaussian, LAM, opt, cfg)
 
 
 def _numpy_reference(theta, buf, order, tolerance, max_updates=MAX_UPDATES, bias_x=None,
@@ -104,10 +104,10 @@ def test_reference_procedure_matches_a_numpy_loop_with_the_same_order():
 def test_ga_bias_enters_every_update_over_n():
   theta, buf, key = _theta(jax.random.key(3)), _buffer(5, jax.random.key(4)), jax.random.key(5)
   xa, ba, alpha = jnp.array([0.6, 0.0, 0.8]), 1, 0.3
-  cfg = training.settings(width=M, procedure="reference", max_updates=MAX_UPDATES, tolerance=0.0)
+  cfg = training.settings(width=M, procedure="neuralucb", max_updates=MAX_UPDATES, tolerance=0.0)
   opt = training.optimizer(LAM, ETA, cfg)
   bias = lambda th: alpha * network.apply(th, xa, ba)
-  out = jax.jit(lambda th: training.reference_fit(th, buf, key, likelihoods.gaussian, LAM, opt,
+  out = jax.jit(lambda th: training.neuralucb_fit(th, buf, key, likelihoods.gaussian, LAM, opt,
                                                   cfg, bias))(theta)
   ref = _numpy_reference(theta, buf, training.row_order(buf, key), 0.0,
                          bias_x=(np.asarray(xa, np.float64), ba), alpha=alpha)
@@ -148,7 +148,7 @@ def test_empty_history_makes_no_update():
 def test_neural_ts_with_the_reference_form_and_training_runs_a_vmapped_sweep():
   env = neural.synthetic("linear", dim=3, num_arms=3, noise=0.1, seed=0)
   agent = lambda: neural.neural_ts(nu=0.1, lam=1e-3, eta=0.01, form="reference",
-                                   procedure="reference", max_updates=50, width=8)
+                                   procedure="neuralucb", max_updates=50, width=8)
   res = neural.sweep(lambda: (env, agent()), {}, seeds=2, steps=12, seed_batch=2)
   assert res.regret.shape == (2, 12)
   assert np.isfinite(res.regret).all() and (res.regret >= -1e-6).all()
@@ -164,7 +164,9 @@ def test_defaults_are_todays_steps_procedure():
     (dict(procedure="per_row"), "procedure"), (dict(max_updates=0), "max_updates"),
     (dict(max_updates=2.5), "max_updates"), (dict(tolerance=-1e-3), "tolerance"),
     (dict(tolerance=float("nan")), "tolerance"), (dict(tolerance=[1e-3]), "tolerance"),
-    (dict(procedure="reference", batch_size=8), "batch_size")])
+    (dict(procedure="neuralucb", batch_size=8), "batch_size"), (dict(network="mlp"), "network"),
+    (dict(network="paper", width=5), "width"), (dict(thin_after=-1), "thin_after"),
+    (dict(thin_every=0), "thin_every")])
 def test_bad_settings_raise_naming_the_field(kw, field):
   with pytest.raises(ValueError, match=field):
     training.settings(**kw)
