@@ -5,7 +5,8 @@ m = 40). With the update independent, XLA copies the donated p × p matrix befor
 
     python benchmarks/z_copy.py
 """
-import sys, time
+import argparse, sys, time
+argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
 sys.path.insert(0, "benchmarks")
 import jax, jax.numpy as jnp, numpy as np
 from covertype_like import covertype_like
