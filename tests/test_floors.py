@@ -82,8 +82,6 @@ UPPER = ["rbx.config", "rbx.experiment", "rbx.report", "rbx.cli"]
 # issue 29's other two floors, fixed in another change: remove these marks once they hold
 _NEURAL_DATA = pytest.mark.xfail(strict=True, reason="rbx.neural.registry imports rbx.data "
                                  "(the environments should take arrays; issue 29)")
-_DATA_CIRCLE = pytest.mark.xfail(strict=True, reason="rbx/data is a circle: cache <-> loader "
-                                 "<-> openml (issue 29)")
 FLOORS = [
     pytest.param("rbx.core", UPPER + ["rbx.rlhf", "rbx.neural", "rbx.data", "rbx.demo"],
                  id="core-below-everything"),
@@ -117,7 +115,7 @@ def test_the_circle_check_finds_a_circle():
 
 @pytest.mark.parametrize("data", [
     pytest.param(False, id="outside-rbx-data"),
-    pytest.param(True, id="rbx-data", marks=_DATA_CIRCLE),
+    pytest.param(True, id="rbx-data"),
 ])
 def test_no_modules_import_each_other_in_a_circle(data):
   found = [c for c in circles(imports(), function_level=True)
