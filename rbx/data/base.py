@@ -96,7 +96,8 @@ def dataset_name(path: Path) -> str:
 
 
 def write_csv(fileobj, header: list[str], rows) -> None:
-  """Writes a header and rows as gzip-compressed CSV (the format `rbx.data.load` reads) to a binary file."""
+  """Writes a header and rows as gzip-compressed CSV (the format `rbx.data.load` reads) to a
+  binary file."""
   with gzip.GzipFile(fileobj=fileobj, mode="wb", mtime=0) as gz:
     with io.TextIOWrapper(gz, encoding="utf-8", newline="") as text:
       writer = csv.writer(text, lineterminator="\n")
