@@ -72,6 +72,11 @@ completed with `SolverConfig`'s defaults) — and `rbx run` writes it to metadat
 ("effective") for `rbx report`. Grid fields are left out (they are in [grid]), and so are an
 RLHF schedule's own defaults (e.g. scale = 1; `rbx.schedules`).
 
+Data sets: an environment that takes arrays `features` and `labels` (the neural
+classification bandit) is given them here: its [env] table names a data set with the keys of
+`DATASET` (`dataset = "mushroom"`, `label`, `bad_cells`, ...), which `load` reads with
+`rbx.data.load` into `Config.fixed`, so the families never read files.
+
 A `Config` is complete once `load` returns it: its `build` (`rbx.core.registry.Build`) and
 `effective` values are resolved there, once, so `rbx.core` gets plain values and never
 calls back into this module (which sits above it, below `rbx.experiment` and `rbx.cli`).
@@ -92,6 +97,7 @@ import numpy as np
 import tomli_w
 
 from rbx import _checks
+from rbx import data as data_lib
 from rbx.core import registry
 from rbx.core import sweep as sweep_lib
 from rbx.core.grid import RUN, Grid, runs
@@ -103,6 +109,25 @@ RUN_KEYS = {"import": "import", "family": STR, "title": STR, "seeds": "seeds", "
             "seed_block": INT, "devices": INT, "out": STR}
 TABLES = ("env", "agent", "grid")
 DEFAULT_CHUNK = 1000
+DATA_FIELDS = ("features", "labels")
+DATASET: dict[str, Param] = {
+    "dataset": registry.string(doc="a data set name in the data directory, or a CSV path"),
+    "data_dir": registry.string(doc="the data directory (default $RBX_DATA_DIR or the per-user "
+                                "one)"),
+    "label": registry.string(doc="the class column"),
+    "bad_cells": registry.string(data_lib.BAD_CELLS, doc="a numeric column's cells that are not "
+                                 "numbers (x, inf): error, missing or categorical (see "
+                                 "rbx.data.loader)"),
+    "bad_cells_by_column": registry.table(doc="{column = error|missing|categorical}, over "
+                                          "bad_cells"),
+    "categorical": registry.string(data_lib.CATEGORICAL, doc="categorical columns one-hot "
+                                   "(onehot) or as codes with missing -1 (ordinal, the public "
+                                   "NeuralUCB/NeuralTS code)"),
+}
+"""The [env] keys of an environment that takes `DATA_FIELDS` (arrays, e.g. the neural
+classification bandit): the data set that `load` reads into them with `rbx.data.load` (these
+are its keyword arguments), once per config; they cannot be swept."""
+_DATASET = registry.Entry("data set", data_lib.load, DATASET)     # (its defaults: load's)
 
 
 class ConfigError(ValueError):
@@ -344,7 +369,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
       _wrap(lambda: _checks.choice(where, a, family.agents))
       agents += [a] * (a not in agents)
   params = _parameters(family, env_name, agents)
-  env_keys = list(family.envs[env_name].params)
+  env_keys = list(_env_params(family, env_name))
   allowed = {"env": env_keys, "agent": [k for k in params if k not in env_keys],
              **{table: list(params) for table in subgrids}}
 
@@ -356,6 +381,9 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
       _checks_key(f"{table} key", key, allowed[table])
       where.setdefault(key, table)
       if table.startswith("grid"):
+        if key in DATASET:
+          raise ConfigError(f"config {table}.{key}: the data set is read once per config, so "
+                            f"{key} cannot be swept")
         if params[key].kind in (VECTOR, TABLE):
           raise ConfigError(f"config {table}.{key}: {key} is a {params[key].kind} and cannot be "
                             "swept")
@@ -364,6 +392,8 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
       else:
         fixed[key] = _check_kind(f"{table}.{key}", value, params[key])
 
+  if all(f in family.envs[env_name].params for f in DATA_FIELDS):
+    fixed = _read_dataset(fixed, env_name)
   if isinstance(grid, list):
     _wrap(lambda: runs(grid), "config ")      # no run in two sub-grids
   seed_block = run.get("seed_block")
@@ -390,10 +420,13 @@ def _resolve_effective(config: Config, family: registry.Family, envs: list) -> d
   `Config.points` order, `_check_points`)."""
   points = config.points()
   swept = {f for p in points for f in p}
-  env_entry = family.envs[config.env]
-  env_given = {k: v for k, v in config.fixed.items() if k in env_entry.params}
-  out = {"env": {"name": config.env, **_effective(env_entry, env_given, env_given, swept)},
-         "agent": {}}
+  env_entry, read = family.envs[config.env], "dataset" in config.fixed
+  env_given = {k: v for k, v in config.fixed.items()
+               if k in _env_params(family, config.env) and not (read and k in DATA_FIELDS)}
+  env = _effective(env_entry, env_given, env_given, swept)
+  if read:                                   # the data set's options, not its arrays
+    env.update({k: _as_data(v) for k, v in _DATASET.defaults().items() if k not in env})
+  out = {"env": {"name": config.env, **env}, "agent": {}}
   for name in config._agents():
     i = next(i for i, p in enumerate(points) if p.get("agent", name) == name)
     values = {**config.fixed, **points[i]}
@@ -460,11 +493,38 @@ def _check_points(config: Config, where: dict[str, str]) -> list:
 
 def _parameters(family: registry.Family, env: str, agents: list[str]) -> dict[str, Param]:
   """Every parameter name the env and the agents take -> its declaration (the first one)."""
-  params = {"agent": registry.string(family.agents)}
-  for entry in (family.envs[env], *(family.agents[a] for a in agents if a in family.agents)):
+  params = {"agent": registry.string(family.agents), **_env_params(family, env)}
+  for entry in (family.agents[a] for a in agents if a in family.agents):
     for k, p in entry.params.items():
       params.setdefault(k, p)
   return params
+
+
+def _env_params(family: registry.Family, env: str) -> dict[str, Param]:
+  """The [env] keys of environment `env`: its declared parameters, and `DATASET`'s where it
+  takes `DATA_FIELDS`."""
+  params = family.envs[env].params
+  return {**params, **DATASET} if all(f in params for f in DATA_FIELDS) else dict(params)
+
+
+def _read_dataset(fixed: dict[str, Any], env: str) -> dict[str, Any]:
+  """`fixed` with the `DATA_FIELDS` of the data set its `DATASET` keys name (`rbx.data.load`),
+  for environment `env`; unchanged where it gives those arrays itself."""
+  given = {k: fixed[k] for k in DATASET if k in fixed}
+  arrays = [f for f in DATA_FIELDS if f in fixed]
+  if "dataset" not in given:
+    if arrays == list(DATA_FIELDS) and not given:
+      return fixed
+    raise ConfigError(f"config [env] {env} needs dataset = a data set name in the data directory"
+                      f" or a CSV path (or both {' and '.join(DATA_FIELDS)} as lists)")
+  if arrays:
+    raise ConfigError(f"config [env] {arrays[0]}: set either dataset = ... or "
+                      f"{' and '.join(DATA_FIELDS)}, not both")
+  try:
+    ds = data_lib.load(given.pop("dataset"), **given)
+  except (OSError, ValueError) as e:
+    raise ConfigError(f"config [env] {env}: {e}") from e
+  return {**fixed, **{f: getattr(ds, f) for f in DATA_FIELDS}}
 
 
 def _checks_key(what: str, key: str, allowed) -> None:

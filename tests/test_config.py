@@ -1,12 +1,14 @@
 """Sweep configs: malformed ones are rejected before anything compiles, each with a message
 naming the key; good ones give the grid, seeds and options they say."""
+import gzip
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rbx import config
+from helpers import toy_data
+from rbx import config, data, neural
 
 CONFIGS = Path(__file__).parents[1] / "configs"
 DATASETS = Path(__file__).parents[2] / "shared" / "datasets"
@@ -140,6 +142,35 @@ def test_effective_values_include_defaults_passed_through_kwargs():
   ucb = c.effective["agent"]["neural_ucb"]
   assert ucb["width"] == 16 and ucb["train_steps"] == 10 and ucb["batch_size"] is None
   assert ucb["scaling"] == "mean" and ucb["form"] == "paper" and ucb["nu"] == 0.1
+
+
+def test_a_config_names_a_data_set_and_the_environment_gets_its_arrays(tmp_path):
+  # the neural family takes arrays; the config layer reads the data set it names (issue 29)
+  X, y = toy_data()
+  path = tmp_path / "toy.csv.gz"
+  with gzip.open(path, "wt") as f:
+    f.write("a,b,c,d,e,f,cls\n")
+    for row, label in zip(X, y):
+      f.write(",".join(f"{v:.6f}" for v in row) + f",c{label}\n")
+  head = 'family = "neural"\nseeds = 1\nsteps = 5\n[env]\nname = "classification"\n'
+  agent = '[agent]\nname = "neural_ucb"\nnu = 0.5\nwidth = 8\n'
+  c = config.loads(f'{head}dataset = "{path}"\nlabel = "cls"\n{agent}')
+  np.testing.assert_array_equal(c.fixed["features"], data.load(path, label="cls").features)
+  env, built = c.build()
+  assert env.spec == neural.Spec(6, 3, 3) and built.name == "neural_ucb"
+  assert c.effective["env"] == {"name": "classification", "dataset": str(path), "label": "cls",
+                                "num_arms": None, "data_dir": None, "bad_cells": "error",
+                                "bad_cells_by_column": None, "categorical": "onehot"}
+  lists = "features = [[1.0, 0.0], [0.0, 1.0]]\nlabels = [0, 1]\n"
+  assert config.loads(head + lists + agent).build()[0].num_arms == 2     # arrays given as lists
+  for env_keys, grid, message in [
+      ("", "", r"config \[env\] classification needs dataset = a data set name"),
+      (f'dataset = "{path}"\n' + lists, "", r"config \[env\] features: set either dataset"),
+      ('label = "cls"\n', f'[grid]\ndataset = ["{path}"]', r"config grid.dataset: the data set "
+       r"is read once per config"),
+  ]:
+    with pytest.raises(config.ConfigError, match=message):
+      config.loads(head + env_keys + agent + grid)
 
 
 def test_a_sweep_too_big_for_the_machine_is_a_config_error_naming_the_bytes():

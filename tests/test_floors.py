@@ -79,17 +79,12 @@ def circles(found: dict[str, list[tuple[str, bool]]], function_level: bool = Fal
 
 
 UPPER = ["rbx.config", "rbx.experiment", "rbx.report", "rbx.cli"]
-# issue 29's other two floors, fixed in another change: remove these marks once they hold
-_NEURAL_DATA = pytest.mark.xfail(strict=True, reason="rbx.neural.registry imports rbx.data "
-                                 "(the environments should take arrays; issue 29)")
-_DATA_CIRCLE = pytest.mark.xfail(strict=True, reason="rbx/data is a circle: cache <-> loader "
-                                 "<-> openml (issue 29)")
 FLOORS = [
     pytest.param("rbx.core", UPPER + ["rbx.rlhf", "rbx.neural", "rbx.data", "rbx.demo"],
                  id="core-below-everything"),
     pytest.param("rbx.rlhf", UPPER + ["rbx.neural", "rbx.data", "rbx.demo"], id="rlhf"),
     pytest.param("rbx.neural", UPPER + ["rbx.rlhf", "rbx.demo"], id="neural"),
-    pytest.param("rbx.neural", ["rbx.data"], id="neural-without-data", marks=_NEURAL_DATA),
+    pytest.param("rbx.neural", ["rbx.data"], id="neural-without-data"),
     pytest.param("rbx.config", ["rbx.experiment", "rbx.report", "rbx.cli"], id="config"),
     pytest.param("rbx.experiment", ["rbx.report", "rbx.cli"], id="experiment"),
     pytest.param("rbx.report", ["rbx.cli"], id="report"),
@@ -117,7 +112,7 @@ def test_the_circle_check_finds_a_circle():
 
 @pytest.mark.parametrize("data", [
     pytest.param(False, id="outside-rbx-data"),
-    pytest.param(True, id="rbx-data", marks=_DATA_CIRCLE),
+    pytest.param(True, id="rbx-data"),
 ])
 def test_no_modules_import_each_other_in_a_circle(data):
   found = [c for c in circles(imports(), function_level=True)

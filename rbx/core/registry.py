@@ -168,22 +168,19 @@ class Family:
     prepare: `prepare(agent_params, env, steps) -> agent_params` turns declared parameters
       into constructor arguments (e.g. a schedule's name and parameters into α_t); identity
       by default.
-    load_env: `load_env(name, params) -> env`, for environments that read files (default
-      `envs[name].make(**params)`).
     reference_exponent: `(results, point) -> float | None`, the exponent a paper predicts for
       R(T) ∝ T^e at a grid point (reports print it beside the fitted slope), or None.
   """
 
   def __init__(self, name: str, env_types: tuple[type, ...] = (),
                seed_batch: Callable[[Any], int] = lambda env: 64, prepare: Callable | None = None,
-               load_env: Callable | None = None, reference_exponent: Callable | None = None):
+               reference_exponent: Callable | None = None):
     self.name = name
     self.env_types = tuple(env_types)
     self.envs: dict[str, Entry] = {}
     self.agents: dict[str, Entry] = {}
     self.seed_batch = seed_batch
     self.prepare = prepare or (lambda params, env, steps: params)
-    self.load_env = load_env or (lambda name, params: self.envs[name].make(**params))
     self.reference_exponent = reference_exponent or (lambda results, point: None)
 
   def grid_seed_batch(self, envs) -> int:
@@ -201,6 +198,11 @@ class Family:
     returns `make`."""
     self.agents[name] = Entry(name, make, dict(params), doc or _first_line(make), tuple(forwards))
     return make
+
+  def load_env(self, name: str, params: Mapping[str, Any]):
+    """Environment `name` from its declared parameters: `envs[name].make(**params)` (arrays,
+    not files: a config's data set is read by `rbx.config`)."""
+    return self.envs[name].make(**params)
 
   def get_agent(self, name: str, **params):
     """Agent `name` built from `params` by the module docstring's rule: the ones it declares

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rbx.data import loader
+from rbx.data.base import Dataset, Options, dataset_name
 
 ENV_VAR = "RBX_CACHE_DIR"
 FORMAT = 1
@@ -48,15 +48,15 @@ class Entry(NamedTuple):
   digest: str
 
   @classmethod
-  def of(cls, path: Path, options: loader.Options) -> Entry:
+  def of(cls, path: Path, options: Options) -> Entry:
     """The entry of `path` under `options`: the cache file's name (see the module docstring)
     and the CSV's SHA-256, taken now, before any parse."""
     key = repr((FORMAT, str(path.resolve()), tuple(options)))
-    name = f"{loader.dataset_name(path)}.{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
+    name = f"{dataset_name(path)}.{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
     with open(path, "rb") as f:
       return cls(path, name, hashlib.file_digest(f, "sha256").hexdigest())
 
-  def read(self) -> loader.Dataset | None:
+  def read(self) -> Dataset | None:
     """The cached `Dataset`, or None (no cache file, a stale or an unreadable one)."""
     for directory in directories(self.path):
       try:
@@ -69,10 +69,10 @@ class Entry(NamedTuple):
       if (str(arrays["digest"]) == self.digest and X.dtype == np.float32 and y.dtype == np.int32
           and X.ndim == 2 and X.shape == (len(y), len(columns)) and len(classes) >= 2
           and (y.size == 0 or 0 <= y.min() <= y.max() < len(classes))):
-        return loader.Dataset(loader.dataset_name(self.path), X, y, classes, columns, self.path)
+        return Dataset(dataset_name(self.path), X, y, classes, columns, self.path)
     return None
 
-  def write(self, dataset: loader.Dataset) -> Path | None:
+  def write(self, dataset: Dataset) -> Path | None:
     """Stores `dataset` in the first cache directory that can be written; returns the file,
     or None where none can (the load still succeeds)."""
     for directory in directories(self.path, writing=True):

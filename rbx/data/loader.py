@@ -57,76 +57,24 @@ import os
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
 from rbx import _checks
+from rbx.data import cache as disk
+from rbx.data.base import (
+  DATASETS,
+  ENV_VAR,
+  SUFFIXES,
+  Dataset,
+  Options,
+  data_home,
+  dataset_name,
+)
 
-ENV_VAR = "RBX_DATA_DIR"
 MISSING = frozenset({"", "?", "na", "nan", "null"})
 _MISSING_SPELLINGS = sorted({"".join(s) for m in MISSING
                              for s in itertools.product(*({c, c.upper()} for c in m))})
-SUFFIXES = (".csv.gz", ".csv")
-BAD_CELLS = ("error", "missing", "categorical")
-"""What a bad cell in a column of numbers makes of it (see the module docstring)."""
-CATEGORICAL = ("onehot", "ordinal")
-"""How a categorical column is encoded (see the module docstring)."""
-
-
-class Dataset(NamedTuple):
-  """A preprocessed classification data set. Shapes: n rows, d features after encoding.
-
-  Attributes:
-    name: the file's name without its suffix.
-    features: (n, d) float32, rows of unit L2 norm (or zero).
-    labels: (n,) int32 in [0, K).
-    classes: the K original class values; label k is `classes[k]`.
-    columns: the d feature names (`column=value` for one-hot columns).
-    path: the file it was read from.
-  """
-  name: str
-  features: np.ndarray
-  labels: np.ndarray
-  classes: tuple[str, ...]
-  columns: tuple[str, ...]
-  path: Path
-
-  @property
-  def num_classes(self) -> int:
-    """K, the number of classes."""
-    return len(self.classes)
-
-
-class Options(NamedTuple):
-  """The preprocessing options of `load` (hashable: part of the cache keys)."""
-  label: str = "label"
-  bad_cells: str = "error"
-  bad_cells_by_column: tuple[tuple[str, str], ...] = ()
-  categorical: str = "onehot"
-
-  @classmethod
-  def of(cls, label: str = "label", bad_cells: str = "error",
-         bad_cells_by_column: Mapping[str, str] | None = None,
-         categorical: str = "onehot") -> Options:
-    """Checked options; ValueError naming the option and the allowed values."""
-    _checks.choice("bad_cells", bad_cells, BAD_CELLS)
-    _checks.choice("categorical", categorical, CATEGORICAL)
-    by_column = dict(bad_cells_by_column or {})
-    for column, policy in by_column.items():
-      _checks.choice(f"bad_cells_by_column[{column!r}]", policy, BAD_CELLS)
-    return cls(label, bad_cells, tuple(sorted(by_column.items())), categorical)
-
-
-def data_home(data_dir: str | os.PathLike | None = None) -> Path:
-  """The data directory: `data_dir`, else `$RBX_DATA_DIR`, else `$XDG_CACHE_HOME/rbx/datasets`
-  (default `~/.cache/rbx/datasets`). It need not exist yet."""
-  if data_dir is not None:
-    return Path(data_dir).expanduser()
-  if os.environ.get(ENV_VAR):
-    return Path(os.environ[ENV_VAR]).expanduser()
-  cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-  return Path(cache) / "rbx" / "datasets"
 
 
 def find(name_or_path: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
@@ -145,10 +93,9 @@ def find(name_or_path: str | os.PathLike, data_dir: str | os.PathLike | None = N
   for path in tried:
     if path.is_file():
       return path
-  from rbx.data import openml                # (openml imports this module)
   present = sorted({p.name.split(".")[0] for p in root.glob("*.csv*")} if root.is_dir() else ())
-  hint = _checks.did_you_mean(given.name, present + list(openml.DATASETS))
-  if hint and given.name not in openml.DATASETS:
+  hint = _checks.did_you_mean(given.name, present + list(DATASETS))
+  if hint and given.name not in DATASETS:
     raise FileNotFoundError(f"data set {given.name!r} not found in {root}{hint}")
   near = _checks.did_you_mean(given.name, present)
   raise FileNotFoundError(
@@ -156,11 +103,6 @@ def find(name_or_path: str | os.PathLike, data_dir: str | os.PathLike | None = N
       + (f"{near}; the data directory holds {present}" if near else "") + ". Put a"
       f" gzip CSV with a 'label' column there, pass data_dir= (or set {ENV_VAR}), or run"
       f" `rbx data download {given.name}`")
-
-
-def dataset_name(path: Path) -> str:
-  """The data set's name: its file's name without `.csv` or `.csv.gz`."""
-  return path.name.removesuffix(".gz").removesuffix(".csv")
 
 
 _CACHE: dict[tuple, Dataset] = {}
@@ -176,9 +118,9 @@ def load(name_or_path: str | os.PathLike, *, data_dir: str | os.PathLike | None 
     name_or_path: a data set name in the data directory ("mushroom"), or a path to a CSV file.
     data_dir: the data directory (default: `$RBX_DATA_DIR` or the per-user default).
     label: the name of the class column.
-    bad_cells: one of `BAD_CELLS`: what a column of numbers with bad cells (`x`, `inf`) is.
-    bad_cells_by_column: {column: one of `BAD_CELLS`}, overriding `bad_cells` per column.
-    categorical: one of `CATEGORICAL`: "onehot" (default) or "ordinal" (the public
+    bad_cells: one of `rbx.data.BAD_CELLS`: what a column of numbers with bad cells (`x`, `inf`) is.
+    bad_cells_by_column: {column: one of `rbx.data.BAD_CELLS`}, overriding `bad_cells` per column.
+    categorical: one of `rbx.data.CATEGORICAL`: "onehot" (default) or "ordinal" (the public
       NeuralUCB/NeuralTS code's encoding; see the module docstring).
     cache: reuse the arrays of an earlier load of the same unchanged file with the same
       options, in memory and on disk (`rbx.data.cache`); False reads and writes no cache.
@@ -190,7 +132,6 @@ def load(name_or_path: str | os.PathLike, *, data_dir: str | os.PathLike | None 
       class, no rows, bad cells under bad_cells="error"), naming the file and the problem; an
       unknown option value.
   """
-  from rbx.data import cache as disk          # (cache imports this module)
   options = Options.of(label, bad_cells, bad_cells_by_column, categorical)
   path = find(name_or_path, data_dir)
   stat = path.stat()
@@ -436,12 +377,3 @@ def _class_order(values: list[str]):
   except ValueError:
     return str
   return float
-
-
-def write_csv(fileobj, header: list[str], rows) -> None:
-  """Writes a header and rows as gzip-compressed CSV (the format `load` reads) to a binary file."""
-  with gzip.GzipFile(fileobj=fileobj, mode="wb", mtime=0) as gz:
-    with io.TextIOWrapper(gz, encoding="utf-8", newline="") as text:
-      writer = csv.writer(text, lineterminator="\n")
-      writer.writerow(header)
-      writer.writerows(rows)

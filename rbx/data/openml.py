@@ -8,7 +8,7 @@ The NeuralUCB/NeuralTS reference implementations take their data from OpenML (sc
      default target attribute;
   2. streams the ARFF file (`/data/v1/download/{file_id}`) into a temporary file in the data
      directory, checking the length the server announced and the MD5 checksum OpenML publishes;
-  3. converts it (dense ARFF) to the gzip CSV format of `rbx.data.loader` — the target becomes
+  3. converts it (dense ARFF) to the gzip CSV format `rbx.data.loader` reads — the target becomes
      the column `label`, missing values stay `?` — in a second temporary file, which is flushed,
      fsync'ed and renamed onto `<data_dir>/<name>.csv.gz` (atomic on POSIX).
 
@@ -33,20 +33,10 @@ from pathlib import Path
 
 from rbx import _checks
 from rbx._io import fsync_dir
-from rbx.data import loader
+from rbx.data.base import DATASETS, ENV_VAR, data_home, write_csv
 
 OPENML_URL = "https://api.openml.org/"
 URL_ENV_VAR = "RBX_OPENML_URL"
-
-DATASETS: dict[str, tuple[str, int]] = {
-    "adult": ("adult", 2),
-    "covertype": ("covertype", 3),
-    "magic": ("MagicTelescope", 1),
-    "mnist": ("mnist_784", 1),
-    "mushroom": ("mushroom", 1),
-    "shuttle": ("shuttle", 1),
-}
-"""Our name -> (OpenML name, version), as the reference implementations fetch them."""
 
 _CHUNK = 1 << 20
 
@@ -74,7 +64,7 @@ def download(name: str, data_dir: str | os.PathLike | None = None, *,
       error, a short transfer, a checksum mismatch or a malformed response.
   """
   openml_name, version = DATASETS[_checks.choice("dataset", name, DATASETS)]
-  root = loader.data_home(data_dir)
+  root = data_home(data_dir)
   base = (base_url or os.environ.get(URL_ENV_VAR) or OPENML_URL).rstrip("/") + "/"
   get = _getter(opener or urllib.request.urlopen, timeout, name, root)
   listing = _json(get(f"{base}api/v1/json/data/list/data_name/{openml_name}"
@@ -110,7 +100,7 @@ def _getter(opener, timeout, name, root):
       raise DownloadError(
           f"cannot reach {url} ({reason}): no network? Download the data set elsewhere and put"
           f" it into {root / (name + '.csv.gz')} (gzip CSV, a header row, the class in the"
-          f" column 'label'), or point {loader.ENV_VAR} at a directory that has it") from e
+          f" column 'label'), or point {ENV_VAR} at a directory that has it") from e
   return get
 
 
@@ -180,7 +170,7 @@ def _arff_to_csv(arff: Path, out, target: str) -> None:
         row = [v.strip().strip('"') for v in row]
         yield row[:i] + row[i + 1:] + [row[i]]
 
-    loader.write_csv(out, names[:i] + names[i + 1:] + ["label"], rows())
+    write_csv(out, names[:i] + names[i + 1:] + ["label"], rows())
 
 
 def _attribute_name(line: str) -> str:

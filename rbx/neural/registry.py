@@ -6,18 +6,19 @@ Reals (ν, n, λ, η, ζ, p, the reward noise) are traced: a grid over them runs
 Everything else is static, one program per value: the network and training settings
 (`width`, `depth`, `train_steps`, `batch_size`, `restart`, `optimizer`, `scaling`), GA's `arm_batch`,
 BootstrappedNN's `num_networks`, and the names (`likelihood`, `precision`, the environment's
-`reward`, `dataset`, ...).
+`reward`, ...).
+
+The environments take arrays: the classification bandit its `features` and `labels`. Naming a
+data set (`dataset = "mushroom"` in a config's [env] table) is the config layer's business
+(`rbx.config.DATASET`, which reads it with `rbx.data.load`), so this family never reads files.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import jax
 
-from rbx import data as data_lib
 from rbx.core import registry
 from rbx.core.protocol import Agent
-from rbx.core.registry import Param, boolean, integer, real, string, table
+from rbx.core.registry import Param, boolean, integer, real, string, vector
 from rbx.neural import agents, baselines, likelihoods, precision, training
 from rbx.neural import env as env_lib
 from rbx.neural import network as network_lib
@@ -34,32 +35,8 @@ def default_seed_batch() -> int:
   return 1 if jax.default_backend() == "cpu" else 64
 
 
-def load_classification(dataset: str | None = None, data_dir: str | None = None,
-                        label: str = "label", num_arms: int | None = None,
-                        bad_cells: str = "error", bad_cells_by_column: dict | None = None,
-                        categorical: str = "onehot") -> env_lib.ClassificationEnv:
-  """The classification bandit of a data set: `rbx.data.load(dataset, data_dir=..., label=...,
-  bad_cells=..., bad_cells_by_column=..., categorical=...)` as `rbx.neural.classification`
-  (K = `num_arms`, default the number of classes).
-
-  Raises:
-    ValueError: no `dataset`, or a malformed file. FileNotFoundError: no such data set.
-  """
-  if dataset is None:
-    raise ValueError("dataset=? is needed by env 'classification': a data set name or CSV path")
-  ds = data_lib.load(dataset, data_dir=data_dir, label=label, bad_cells=bad_cells,
-                     bad_cells_by_column=bad_cells_by_column, categorical=categorical)
-  return env_lib.classification(ds.features, ds.labels, num_arms)
-
-
-def load_env(name: str, params: dict[str, Any]):
-  """The environment `name` from its declared parameters (the classification bandit reads its
-  data set, see `load_classification`)."""
-  return FAMILY.envs[name].make(**params)
-
-
 FAMILY = registry.family("neural", env_types=(env_lib.ClassificationEnv, env_lib.SyntheticEnv),
-                         seed_batch=lambda env: default_seed_batch(), load_env=load_env)
+                         seed_batch=lambda env: default_seed_batch())
 
 FAMILY.env("synthetic", env_lib.synthetic, {
     "reward": string(env_lib.SYNTHETIC_REWARDS, doc="h(x): xᵀa, 10(xᵀa)² or cos(3xᵀa)"),
@@ -68,16 +45,11 @@ FAMILY.env("synthetic", env_lib.synthetic, {
     "noise": real(0.0, doc="the reward noise's standard deviation"),
     "seed": integer(0, doc="draws the unit vector a of h"),
 })
-FAMILY.env("classification", load_classification, {
-    "dataset": string(doc="a data set name in the data directory, or a CSV path"),
-    "data_dir": string(doc="the data directory (default $RBX_DATA_DIR or the per-user one)"),
-    "label": string(doc="the class column"),
+FAMILY.env("classification", env_lib.classification, {
+    "features": vector(doc="X, (n, d') rows (a config names a data set instead: dataset = ...,"
+                       " rbx.config.DATASET)"),
+    "labels": vector(doc="(n,) integer classes 0..K-1"),
     "num_arms": integer(2, doc="K (default: the number of classes)"),
-    "bad_cells": string(data_lib.BAD_CELLS, doc="a numeric column's cells that are not numbers"
-                        " (x, inf): error, missing or categorical (see rbx.data.loader)"),
-    "bad_cells_by_column": table(doc="{column = error|missing|categorical}, over bad_cells"),
-    "categorical": string(data_lib.CATEGORICAL, doc="categorical columns one-hot (onehot) or as "
-                          "codes with missing -1 (ordinal, the public NeuralUCB/NeuralTS code)"),
 })
 
 # the network and its training (`rbx.neural.training.settings`), static

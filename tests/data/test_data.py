@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rbx import data, neural
+from rbx import config, data, neural
 from rbx.data import cache
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "datasets"
@@ -186,11 +186,12 @@ def test_a_missing_label_column_names_the_option_to_choose_it(tmp_path):
 
 def test_a_config_sets_bad_cells_in_its_env_table(tmp_path):
   path = _numbers_with_strays(tmp_path)
-  env = neural.FAMILY.load_env("classification", {"dataset": str(path), "bad_cells": "missing"})
-  assert env.num_arms == 2
-  table = {"dataset": str(path), "bad_cells_by_column": {"b": "categorical"}}
-  assert neural.FAMILY.load_env("classification", table).num_arms == 2
-  params = neural.FAMILY.envs["classification"].params
-  with pytest.raises(ValueError, match="bad_cells='x' is not one of"):
-    params["bad_cells"].check("bad_cells", "x")
-  assert params["bad_cells_by_column"].kind == "table"
+  head = (f'family = "neural"\nseeds = 1\nsteps = 5\n[env]\nname = "classification"\n'
+          f'dataset = "{path}"\n')
+  agent = '\n[agent]\nname = "lin_ucb"\n'
+  assert config.loads(head + 'bad_cells = "missing"' + agent).build()[0].num_arms == 2
+  table = '[env.bad_cells_by_column]\nb = "categorical"'
+  assert config.loads(head + agent + table).build()[0].num_arms == 2
+  with pytest.raises(config.ConfigError, match="bad_cells='x' is not one of"):
+    config.loads(head + 'bad_cells = "x"' + agent)
+  assert config.DATASET["bad_cells_by_column"].kind == "table"

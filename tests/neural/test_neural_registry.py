@@ -1,7 +1,5 @@
 """The neural family's registry: every agent and environment declared with its parameters'
 kinds (reals traced, sizes and names static), `get`, and the environments' loaders."""
-import gzip
-
 import jax
 import pytest
 
@@ -75,21 +73,13 @@ def test_get_is_the_family_get_agent():
     neural.get("neural_ucbb")
 
 
-def test_environments_load_from_their_declared_parameters(tmp_path):
+def test_environments_load_from_their_declared_parameters():
   env = neural.FAMILY.load_env("synthetic", {"reward": "cosine", "dim": 3, "num_arms": 5})
   assert isinstance(env, neural.SyntheticEnv) and env.spec == neural.Spec(3, 5, 1)
-  with pytest.raises(ValueError, match=r"dataset=\? is needed by env 'classification': a data "
-                                       r"set name or CSV path"):
-    neural.FAMILY.load_env("classification", {})
-  X, y = toy_data()
-  path = tmp_path / "toy.csv.gz"
-  with gzip.open(path, "wt") as f:
-    f.write("a,b,c,d,e,f,cls\n")
-    for row, label in zip(X, y):
-      f.write(",".join(f"{v:.6f}" for v in row) + f",c{label}\n")
-  env = neural.FAMILY.load_env("classification", {"dataset": str(path), "label": "cls"})
+  X, y = toy_data()                      # arrays: naming a data set is rbx.config's (DATASET)
+  env = neural.FAMILY.load_env("classification", {"features": X, "labels": y})
   assert isinstance(env, neural.ClassificationEnv) and env.spec == neural.Spec(6, 3, 3)
-  env, agent = neural.FAMILY.build("classification", {"dataset": str(path), "label": "cls"},
+  env, agent = neural.FAMILY.build("classification", {"features": X, "labels": y, "num_arms": 4},
                                    "neural_ucb", {"nu": 0.5, "width": 8}, steps=5)
-  assert agent.name == "neural_ucb" and env.num_arms == 3
+  assert agent.name == "neural_ucb" and env.num_arms == 4
   assert neural.simulate(env, agent, jax.random.key(0), 5).regret.shape == (5,)
