@@ -31,7 +31,10 @@ ranked function never decreases. The best refined point by F is returned.
 direction's trial points at every step size cost one product φΔ (|X|·A·d) and ZΔ (n·d),
 the retraction O(|X|·A), and F at a trial point O(|X|·A) transcendentals. A step costs
 1 + (directions) products with φ, one with φᵀ (∇J*), and the d × d Laplacian Zᵀ diag(σσ′) Z
-(n·d²): O(starts × iterations × (|X|·A·d + n·d²)). The data enter through their feature
+(n·d²): O(starts × iterations × (|X|·A·d + n·d²)). The rays' rewards, gauges and
+log-sum-exps depend on the task alone (φ, π_ref, ρ, β, r_max), so a vmapped batch of seeds
+sharing the task computes them once (at compile time when the task is a constant); only
+their ℓ and linear terms are per seed. The data enter through their feature
 differences z (a buffer of fixed capacity, `LinearData`): ℓ with linear rewards has no exact
 fixed-size statistic (counts per (x, a, b) are |X|·A² ≫ T at |X| = 10,000, and a quadratic
 (Laplace) summary is exact only for Gaussian likelihoods), so ℓ here is exact and n = T, the
