@@ -108,7 +108,7 @@ class LinearProblem(NamedTuple):
 
   def embed(self, theta) -> Point:
     """θ (d,) as a `Point`: one product with φ and one with Z."""
-    return Point(theta, _times_phi(theta, self.features), self.data.z @ theta)
+    return Point(theta, rewards(theta, self.features), self.data.z @ theta)
 
   def log_likelihood(self, p: Point):
     """ℓ(θ; D) = Σ_D log σ(θᵀz) of (2.2), scalar."""
@@ -138,8 +138,7 @@ class LinearProblem(NamedTuple):
   def slope(self, p: Point):
     """α ∇J*(θ) = α (Σ_x ρ(x) φ(x)ᵀ π_θ(x) − cal_mean), (d,); one product with φᵀ."""
     pi = jax.nn.softmax(self.log_ref + p.r / self.beta, axis=-1)
-    grad = jax.lax.dot_general(self.rho[:, None] * pi, self.features, (((0, 1), (0, 1)), ((), ())))
-    return self.alpha * (grad - self.cal_mean)
+    return self.alpha * (feature_mean(self.rho[:, None] * pi, self.features) - self.cal_mean)
 
   def face(self, p: Point):
     """The outward normal of K's face that is active at p, φ(x*, a_hi) − φ(x*, a_lo) at the
@@ -150,11 +149,16 @@ class LinearProblem(NamedTuple):
     return normal, width[x] / self.r_max
 
 
-def _times_phi(theta, features):
-  """φθ, (X, A), as a product with θ on the left: vmapped over θ it is one (k, d) × (d, X·A)
-  matmul whose result has the batch axis first (contiguous (X, A) blocks for the passes over
-  r that follow; φ's own axes first would make every one of them strided)."""
-  return jax.lax.dot_general(theta, features, (((0,), (2,)), ((), ())))
+def rewards(theta, features):
+  """r_θ = φθ, features' shape without its last axis (d), computed with θ on the left: vmapped
+  over θ it is one (k, d) × (d, X·A) matmul whose result has the batch axis first (contiguous
+  (X, A) blocks for the passes over r that follow; φ's axes first would make them strided)."""
+  return jax.lax.dot_general(theta, features, (((0,), (features.ndim - 1,)), ((), ())))
+
+
+def feature_mean(weights, features):
+  """Σ_{x,a} w(x, a) φ(x, a), (d,); weights (X, A) on the left, as in `rewards`."""
+  return jax.lax.dot_general(weights, features, (((0, 1), (0, 1)), ((), ())))
 
 
 def solve_linear(problem: LinearProblem, theta_init: chex.Array,
