@@ -2,26 +2,34 @@
 and the fraction of this machine's measured matmul rate they reach.
 
     python benchmarks/linear_throughput.py [--prompts 1000 10000] [--dim 16] [--seeds 16]
-                                           [--steps 50] [--seed-batch 16]
+                                           [--steps 50] [--seed-batch 16] [--baseline REV]
 
 For each |X|: one `rlhf.sweep` per agent at its defaults on `random_contextual(key(0), |X|,
 A = 10, d)`; seed-steps/s from the sweep's run time (compile excluded). The matmul rate is
 measured in the same run (a float32 (n, n) @ (n, n) product, best of 5), because the machine
-may be shared: compare the ratio, not the absolute rate.
+may be shared: compare the ratio, not the absolute rate. `--baseline REV` also runs the agents
+of git revision REV (its rbx/rlhf/linear.py and linear_agents.py) right after each of this
+tree's, in the same process, and prints the speed-up: the fair comparison on a loaded machine.
 
 Flops per step, from the method (`rbx.rlhf.linear`'s "Cost"): a pass over φ (a product
 φθ or φᵀv) is 2·|X|·A·d flops, a pass over the data buffer 2·T·d, the Laplacian 2·T·d².
 A step makes 1 (π_cal's mean) + 1 (the warm start) + 1 (the new policy) passes over φ, and
 per refined start 1 (its slope) + 1 per DC iteration (its Newton direction) + 3 per F
 iteration (the slope, the Newton direction and the gradient), as many passes over Z, and one
-Laplacian per iteration. Elementwise work (log-sum-exp of every trial point: |X|·A
-exponentials each) is not counted as flops; the script reports the count of those
-evaluations too.
+Laplacian per iteration. Elementwise work is not counted as flops; the script reports the
+passes with |X|·A exponentials per seed ("exp passes": F at the centre and the warm start, each
+start's slope, and per F iteration its slope and F at `line_search` × 2 trial points). The
+2d candidate rays' F (3^d − 1 for small d) depend on the task alone: one seed batch sharing
+the task computes them once (not counted).
 """
 from __future__ import annotations
 
 import argparse
+import pathlib
+import subprocess
+import sys
 import time
+import types
 
 import jax
 import jax.numpy as jnp
@@ -46,15 +54,33 @@ def matmul_rate(n: int = 1024, repeats: int = 5) -> float:
   return 2 * n ** 3 / best
 
 
+def baseline_agents(revision: str) -> dict:
+  """{registry name: factory} of the linear agents as of git `revision`: its
+  rbx/rlhf/linear.py and linear_agents.py loaded as separate modules."""
+  root = pathlib.Path(__file__).resolve().parents[1]
+
+  def load(name, replace=("", "")):
+    src = subprocess.run(["git", "show", f"{revision}:rbx/rlhf/{name}.py"], cwd=root,
+                         check=True, capture_output=True, text=True).stdout
+    module = types.ModuleType(f"rbx.rlhf._baseline_{name}")
+    sys.modules[module.__name__] = module
+    exec(compile(src.replace(*replace), f"{revision}:{name}.py", "exec"), module.__dict__)
+    return module
+
+  load("linear")
+  agents = load("linear_agents", ("rbx.rlhf.linear import", "rbx.rlhf._baseline_linear import"))
+  return {name: getattr(agents, name.removeprefix("linear_")) for name in AGENTS}
+
+
 def step_cost(X: int, A: int, d: int, T: int, config=LINEAR_SOLVER):
-  """(flops, passes over φ, trial evaluations of F) of one update (module docstring)."""
+  """(flops, passes over φ, exp passes) of one update (module docstring)."""
   dc, it = min(config.dc_iterations, config.iterations), config.iterations
   f_steps = it - dc
   passes = 3 + config.starts * (1 + dc + 3 * f_steps)
   laplacians = config.starts * it
   flops = passes * 2 * (X * A * d + T * d) + laplacians * 2 * T * d * d
-  trials = 2 * d + 2 + config.starts * config.line_search * (dc + 2 * f_steps)
-  return flops, passes, trials
+  exps = 2 + config.starts * (1 + f_steps * (1 + 2 * config.line_search) + (f_steps == 0))
+  return flops, passes, exps
 
 
 def main(argv=None):
@@ -66,25 +92,33 @@ def main(argv=None):
   parser.add_argument("--steps", type=int, default=50)
   parser.add_argument("--seed-batch", type=int, default=16)
   parser.add_argument("--agents", nargs="+", default=list(AGENTS))
+  parser.add_argument("--baseline", help="git revision whose agents to run alongside")
   args = parser.parse_args(argv)
+  versions = {"this tree": rlhf.get}
+  if args.baseline:
+    old = baseline_agents(args.baseline)
+    versions[args.baseline] = lambda name: old[name]()
   rate = matmul_rate()
   print(f"matmul rate (float32 1024^3, best of 5): {rate / 1e9:.1f} GFlop/s; "
         f"devices {jax.device_count()}; solver {LINEAR_SOLVER}")
-  print("| |X| | agent | seed-steps/s | MFlop/step | passes over φ | F trials | GFlop/s | "
-        "of matmul rate | compile s |")
-  print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+  print("| |X| | agent | version | seed-steps/s | this tree × | MFlop/step | passes over φ | "
+        "exp passes | GFlop/s | of matmul rate | compile s |")
+  print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
   for X in args.prompts:
     env = rlhf.random_contextual(jax.random.key(0), X, args.actions, args.dim, 0.5, 4.0)
-    flops, passes, trials = step_cost(X, args.actions, args.dim, args.steps)
+    flops, passes, exps = step_cost(X, args.actions, args.dim, args.steps)
     for name in args.agents:
-      res = rlhf.sweep(lambda name=name: (env, rlhf.get(name)), {}, seeds=args.seeds,
-                       steps=args.steps, seed_batch=args.seed_batch, progress=False,
-                       record="summary")
-      sps = res.timing["seed_steps_per_second"]
-      achieved = sps * flops
-      print(f"| {X} | {name} | {sps:.1f} | {flops / 1e6:.1f} | {passes} | {trials} | "
-            f"{achieved / 1e9:.2f} | {achieved / rate:.3f} | "
-            f"{res.timing['compile_seconds']:.0f} |", flush=True)
+      first = None
+      for version, make in versions.items():
+        res = rlhf.sweep(lambda name=name, make=make: (env, make(name)), {}, seeds=args.seeds,
+                         steps=args.steps, seed_batch=args.seed_batch, progress=False,
+                         record="summary")
+        sps = res.timing["seed_steps_per_second"]
+        first = first or sps
+        achieved = sps * flops
+        print(f"| {X} | {name} | {version} | {sps:.1f} | {first / sps:.2f} | "
+              f"{flops / 1e6:.1f} | {passes} | {exps} | {achieved / 1e9:.2f} | "
+              f"{achieved / rate:.3f} | {res.timing['compile_seconds']:.0f} |", flush=True)
   print(f"matmul rate again: {matmul_rate() / 1e9:.1f} GFlop/s")
 
 

@@ -31,7 +31,10 @@ ranked function never decreases. The best refined point by F is returned.
 direction's trial points at every step size cost one product φΔ (|X|·A·d) and ZΔ (n·d),
 the retraction O(|X|·A), and F at a trial point O(|X|·A) transcendentals. A step costs
 1 + (directions) products with φ, one with φᵀ (∇J*), and the d × d Laplacian Zᵀ diag(σσ′) Z
-(n·d²): O(starts × iterations × (|X|·A·d + n·d²)). The data enter through their feature
+(n·d²): O(starts × iterations × (|X|·A·d + n·d²)). The rays' rewards, gauges and
+log-sum-exps depend on the task alone (φ, π_ref, ρ, β, r_max), so a vmapped batch of seeds
+sharing the task computes them once (at compile time when the task is a constant); only
+their ℓ and linear terms are per seed. The data enter through their feature
 differences z (a buffer of fixed capacity, `LinearData`): ℓ with linear rewards has no exact
 fixed-size statistic (counts per (x, a, b) are |X|·A² ≫ T at |X| = 10,000, and a quadratic
 (Laplace) summary is exact only for Gaussian likelihoods), so ℓ here is exact and n = T, the
@@ -105,16 +108,20 @@ class LinearProblem(NamedTuple):
 
   def embed(self, theta) -> Point:
     """θ (d,) as a `Point`: one product with φ and one with Z."""
-    return Point(theta, self.features @ theta, self.data.z @ theta)
+    return Point(theta, rewards(theta, self.features), self.data.z @ theta)
 
   def log_likelihood(self, p: Point):
     """ℓ(θ; D) = Σ_D log σ(θᵀz) of (2.2), scalar."""
     return jnp.sum(self.data.mask() * jax.nn.log_sigmoid(p.s))
 
+  def log_partition(self, r):
+    """β Σ_x ρ(x) log Σ_a π_ref(a|x) e^{r(x, a)/β}, J*'s convex part; scalar."""
+    lse = jax.scipy.special.logsumexp(self.log_ref + r / self.beta, axis=-1)
+    return self.beta * jnp.dot(self.rho, lse)
+
   def j_star(self, p: Point):
     """J*(r_θ; π_cal) of (2.7), ρ-averaged over prompts, scalar."""
-    lse = jax.scipy.special.logsumexp(self.log_ref + p.r / self.beta, axis=-1)
-    return self.beta * jnp.dot(self.rho, lse) - jnp.dot(self.cal_mean, p.theta)
+    return self.log_partition(p.r) - jnp.dot(self.cal_mean, p.theta)
 
   def value(self, p: Point):
     """F(θ) = ℓ + α J*, scalar."""
@@ -131,14 +138,27 @@ class LinearProblem(NamedTuple):
   def slope(self, p: Point):
     """α ∇J*(θ) = α (Σ_x ρ(x) φ(x)ᵀ π_θ(x) − cal_mean), (d,); one product with φᵀ."""
     pi = jax.nn.softmax(self.log_ref + p.r / self.beta, axis=-1)
-    grad = jnp.einsum("xa,xad->d", self.rho[:, None] * pi, self.features)
-    return self.alpha * (grad - self.cal_mean)
+    return self.alpha * (feature_mean(self.rho[:, None] * pi, self.features) - self.cal_mean)
 
-  def normal(self, p: Point):
-    """The outward normal of K's face that is active at p: φ(x*, a_hi) − φ(x*, a_lo) at the
-    prompt x* of the widest reward range, (d,)."""
-    x = jnp.argmax(jnp.max(p.r, axis=-1) - jnp.min(p.r, axis=-1))
-    return self.features[x, jnp.argmax(p.r[x])] - self.features[x, jnp.argmin(p.r[x])]
+  def face(self, p: Point):
+    """The outward normal of K's face that is active at p, φ(x*, a_hi) − φ(x*, a_lo) at the
+    prompt x* of the widest reward range, (d,), and h(p) (`gauge`), from one pass over r."""
+    width = jnp.max(p.r, axis=-1) - jnp.min(p.r, axis=-1)
+    x = jnp.argmax(width)
+    normal = self.features[x, jnp.argmax(p.r[x])] - self.features[x, jnp.argmin(p.r[x])]
+    return normal, width[x] / self.r_max
+
+
+def rewards(theta, features):
+  """r_θ = φθ, features' shape without its last axis (d), computed with θ on the left: vmapped
+  over θ it is one (k, d) × (d, X·A) matmul whose result has the batch axis first (contiguous
+  (X, A) blocks for the passes over r that follow; φ's axes first would make them strided)."""
+  return jax.lax.dot_general(theta, features, (((0,), (features.ndim - 1,)), ((), ())))
+
+
+def feature_mean(weights, features):
+  """Σ_{x,a} w(x, a) φ(x, a), (d,); weights (X, A) on the left, as in `rewards`."""
+  return jax.lax.dot_general(weights, features, (((0, 1), (0, 1)), ((), ())))
 
 
 def solve_linear(problem: LinearProblem, theta_init: chex.Array,
@@ -152,41 +172,46 @@ def solve_linear(problem: LinearProblem, theta_init: chex.Array,
       solver's own).
   """
   chex.assert_rank([problem.features, theta_init], [3, 1])
-  cands = _candidates(problem, theta_init, config)
-  F = jax.vmap(problem.value)
-  values = F(cands)
+  thetas, values = _candidates(problem, theta_init, config)
   if values.shape[0] > config.starts:
     forced = jnp.arange(values.shape[0]) < 2              # the centre and the warm start
-    idx = select_starts(values, jnp.where(forced, jnp.inf, values), config.starts)
-    cands = jax.tree.map(lambda a: a[idx], cands)
-  ends = jax.vmap(lambda p: _refine(problem, p, config))(cands)
-  return ends.theta[jnp.argmax(F(ends))]
+    thetas = thetas[select_starts(values, jnp.where(forced, jnp.inf, values), config.starts)]
+  starts = jax.vmap(lambda t: problem.retract(problem.embed(t)))(thetas)
+  ends, values = jax.vmap(lambda p: _refine(problem, p, config))(starts)
+  return ends.theta[jnp.argmax(values)]
 
 
-def _candidates(problem: LinearProblem, theta_init, config: SolverConfig) -> Point:
-  """The centre θ = 0, the warm start, and the boundary points on the rays u: every nonzero
-  u ∈ {−1, 0, 1}^d for d ≤ `config.max_vertex_actions` (3^d − 1; with one-hot φ, all the
-  box's non-constant vertices), else ±e_i (2d, whose rewards are φ's columns: no product with
-  φ), scaled onto K's boundary (u/h(u)); a batch of `Point`s."""
-  phi = problem.features
-  d = phi.shape[-1]
-  start = problem.embed(theta_init)
-  first = jax.tree.map(lambda a, b: jnp.stack([jnp.zeros_like(a), b]), start, start)
+def _candidates(problem: LinearProblem, theta_init, config: SolverConfig):
+  """The centre θ = 0, the warm start (retracted onto K), and the boundary points u/h(u) on
+  the rays u: every nonzero u ∈ {−1, 0, 1}^d for d ≤ `config.max_vertex_actions` (3^d − 1;
+  with one-hot φ, all the box's non-constant vertices), else ±e_i (2d); their θ (k, d) and
+  F (k,). The rays' rewards φu/h(u) and log-sum-exps depend on φ, π_ref, ρ, β and r_max
+  alone, so a batch of seeds sharing the task computes them once."""
+  d = problem.features.shape[-1]
   if d <= config.max_vertex_actions:
     u = np.array(list(itertools.product([0.0, 1.0, -1.0], repeat=d)), np.float32)[1:]
-    rays = jax.vmap(problem.embed)(jnp.asarray(u))
   else:
-    rays = Point(jnp.eye(d, dtype=phi.dtype), jnp.moveaxis(phi, -1, 0), problem.data.z.T)
-    rays = jax.tree.map(lambda a: jnp.concatenate([a, -a]), rays)
-  h = jax.vmap(lambda r: problem.gauge(r))(rays.r)
-  rays = jax.vmap(Point.scaled)(rays, jnp.where(h > 0, 1.0 / jnp.where(h > 0, h, 1.0), 0.0))
-  return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), jax.vmap(problem.retract)(first),
-                      rays)
+    u = np.concatenate([np.eye(d), -np.eye(d)]).astype(np.float32)
+  r = jnp.einsum("xad,kd->kxa", problem.features, jnp.asarray(u))
+  h = jax.vmap(problem.gauge)(r)
+  scale = jnp.where(h > 0, 1.0 / jnp.where(h > 0, h, 1.0), 0.0)
+  lse = jax.vmap(problem.log_partition)(r * scale[:, None, None])
+  rays = jnp.asarray(u) * scale[:, None]
+  start = problem.retract(problem.embed(theta_init))
+  first = jax.tree.map(lambda a: jnp.stack([jnp.zeros_like(a), a]), start)
+  thetas = jnp.concatenate([first.theta, rays])
+  values = jnp.concatenate([
+      jax.vmap(problem.value)(first),
+      jax.vmap(problem.log_likelihood)(Point(rays, None, rays @ problem.data.z.T))
+      + problem.alpha * (lse - rays @ problem.cal_mean)])
+  return thetas, values
 
 
-def _refine(problem: LinearProblem, p: Point, config: SolverConfig) -> Point:
-  """`dc_iterations` DC steps with the slope α ∇J*(θ₀) of the start, then steps on F."""
+def _refine(problem: LinearProblem, p: Point, config: SolverConfig):
+  """`dc_iterations` DC steps with the slope α ∇J*(θ₀) of the start, then steps on F; the
+  end point and its F."""
   slope = problem.slope(p)
+  value = None
   for dc, n in ((True, min(config.dc_iterations, config.iterations)),
                 (False, config.iterations - config.dc_iterations)):
     if n > 0:
@@ -194,8 +219,8 @@ def _refine(problem: LinearProblem, p: Point, config: SolverConfig) -> Point:
       ranked = _ranked(problem, s)
       step = lambda c, _, s=s, ranked=ranked: (_ascent_step(problem, *c, config, s, ranked),
                                                None)
-      p = jax.lax.scan(step, (p, ranked(p)), None, length=n)[0][0]
-  return p
+      p, value = jax.lax.scan(step, (p, ranked(p)), None, length=n)[0]
+  return p, (problem.value(p) if config.iterations <= config.dc_iterations else value)
 
 
 def _ranked(problem: LinearProblem, slope=None):
@@ -207,7 +232,8 @@ def _ranked(problem: LinearProblem, slope=None):
 
 def _ascent_step(problem: LinearProblem, p: Point, value, config: SolverConfig, slope, ranked):
   """One safeguarded Newton step (module docstring) from p, whose ranked value is `value`;
-  returns the next point and its value."""
+  returns the next point and its value. The trial points are not stored: the best one's
+  (direction, step size, retraction factor) is kept and the point built once."""
   mask = problem.data.mask()
   sig = jax.nn.sigmoid(-p.s)                                   # σ(−θᵀz)
   z = problem.data.z
@@ -220,10 +246,10 @@ def _ascent_step(problem: LinearProblem, p: Point, value, config: SolverConfig, 
   directions = [truncated_cg(lambda v: lap @ v, g, free, ridge, diag, config.cg_iterations)]
   if slope is None or config.dc_gradient:
     directions.append(g)
-  normal = problem.normal(p)
-  on_boundary = problem.gauge(p.r) >= 1.0 - 1e-4
-  sizes = config.shrink ** jnp.arange(config.line_search, dtype=jnp.float32)
-  trials = []
+  normal, h = problem.face(p)
+  on_boundary = h >= 1.0 - 1e-4
+  best = (value, jnp.zeros((), jnp.int32), jnp.zeros(()), jnp.ones(()))
+  steps = []
   for k, delta in enumerate(directions):
     out = jnp.maximum(jnp.dot(delta, normal), 0.0) / jnp.maximum(jnp.dot(normal, normal), 1e-30)
     delta = jnp.where(on_boundary, delta - out * normal, delta)
@@ -231,9 +257,13 @@ def _ascent_step(problem: LinearProblem, p: Point, value, config: SolverConfig, 
     if k > 0:                      # the gradient, scaled so that its rewards span r_max
       h = problem.gauge(e.r)
       e = e.scaled(jnp.where(h > 0, 1.0 / jnp.where(h > 0, h, 1.0), 0.0))
-    trials += [problem.retract(p.plus(size, e)) for size in sizes]
-  trials = jax.tree.map(lambda *a: jnp.stack(a), p, *trials)
-  values = jax.vmap(ranked)(jax.tree.map(lambda a: a[1:], trials))
-  values = jnp.concatenate([value[None], jnp.where(jnp.isfinite(values), values, -jnp.inf)])
-  best = jnp.argmax(values)
-  return jax.tree.map(lambda a: a[best], trials), values[best]
+    steps.append(e)
+    for i in range(config.line_search):
+      size = config.shrink ** i
+      c = 1.0 / jnp.maximum(1.0, problem.gauge(p.r + size * e.r))
+      v = ranked(p.plus(size, e).scaled(c))
+      better = jnp.isfinite(v) & (v > best[0])
+      best = jax.tree.map(lambda new, old: jnp.where(better, new, old), (v, k, size, c), best)
+  v, k, size, c = best
+  e = steps[0] if len(steps) == 1 else jax.tree.map(lambda *a: jnp.where(k == 0, *a), *steps)
+  return p.plus(size, e).scaled(c), v

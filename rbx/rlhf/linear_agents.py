@@ -35,7 +35,8 @@ import jax.numpy as jnp
 from rbx import _checks, schedules
 from rbx.core.protocol import Agent
 from rbx.rlhf.env import Prompt, Query
-from rbx.rlhf.linear import LINEAR_SOLVER, LinearData, LinearProblem, solve_linear
+from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
+                             solve_linear)
 from rbx.rlhf.solver import SolverConfig
 
 
@@ -79,7 +80,8 @@ def greedy(solver: SolverConfig = LINEAR_SOLVER) -> Agent:
 
 def log_policy(theta, task):
   """log π_{r_θ} of (2.4) at every prompt, (X, A)."""
-  return jax.nn.log_softmax(jnp.log(task.pi_ref) + task.features @ theta / task.beta, axis=-1)
+  return jax.nn.log_softmax(jnp.log(task.pi_ref) + rewards(theta, task.features) / task.beta,
+                            axis=-1)
 
 
 def _make(name, alpha, source1, source2, calibration, pi_cal, solver):
@@ -125,7 +127,7 @@ def _make(name, alpha, source1, source2, calibration, pi_cal, solver):
     z = jnp.where(a1_wins, 1.0, -1.0) * (phi[query.a1] - phi[query.a2])
     data = LinearData(state.data.z.at[state.data.count].set(z), state.data.count + 1)
     cal = cal_policy(state, task)
-    cal_mean = jnp.einsum("xa,xad->d", task.rho[:, None] * cal, task.features)
+    cal_mean = feature_mean(task.rho[:, None] * cal, task.features)
     problem = LinearProblem(task.features, jnp.log(task.pi_ref), task.rho, task.beta,
                             schedule(state.t), task.r_max, data, cal_mean)
     theta = solve_linear(problem, state.theta, solver)
