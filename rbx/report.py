@@ -220,8 +220,9 @@ def _effective(effective: dict, config: dict) -> str:
   """`rbx.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); algorithm1 (...)". A value
   that the config sets in [env] only (Example 2's kappa) is the environment's: it is listed
   there, not under agents with a parameter of that name (a schedule's κ, unused by a
-  constant α)."""
-  env = {k: v for k, v in effective.get("env", {}).items() if k != "name"}
+  constant α). A None — a default derived from another value, as learner_r_max = r_max —
+  is left out."""
+  env = {k: v for k, v in effective.get("env", {}).items() if k != "name" and v is not None}
   env_only = set(config.get("env", {})) - set(config.get("agent", {}))
   agents = {name: {k: v for k, v in params.items() if k not in env_only}
             for name, params in effective.get("agent", {}).items()}

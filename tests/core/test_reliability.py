@@ -229,7 +229,8 @@ def test_every_effective_parameter_is_recorded_and_reported(tmp_path):
   cfg = config.loads(SMALL, out=str(tmp_path / "run"))
   assert experiment.run(cfg, progress=False, echo=quiet) == experiment.COMPLETE
   effective = results_lib.read_json(tmp_path / "run" / results_lib.METADATA)["effective"]
-  assert effective == {"env": {"name": "example1", "p": 0.0, "beta": 0.5},    # r_max is swept
+  assert effective == {"env": {"name": "example1", "p": 0.0, "beta": 0.5,    # r_max is swept
+                               "learner_r_max": None},                    # None: r_max
                        "agent": {"reference": {"mix": 0.25}}}
   text = report.write(tmp_path / "run").read_text()
   assert "env (p = 0.0, beta = 0.5); reference (mix = 0.25)" in text
