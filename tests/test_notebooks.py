@@ -1,4 +1,4 @@
-"""The notebooks run top to bottom at their default sizes, and are stored without outputs."""
+"""The notebooks run top to bottom at their smallest scale, and are stored without outputs."""
 import json
 from pathlib import Path
 
@@ -24,7 +24,11 @@ def test_stored_clean(path):
 def test_runs_top_to_bottom(path, monkeypatch):
   nbformat = pytest.importorskip("nbformat", reason="the test extra has nbformat")
   nbclient = pytest.importorskip("nbclient", reason="the test extra has nbclient")
-  monkeypatch.delenv("RBX_NOTEBOOK_SCALE", raising=False)          # the default sizes
+  # The smallest scale: every cell still runs (each size has a floor in the notebook, and the
+  # propositions' horizons do not scale); what is tested is that the notebook runs, not its numbers,
+  # which the rlhf and neural tests check. (Notebook 01: 200 s at SCALE = 1, 163 s at 0.1, side by
+  # side on a loaded 2-core machine; compiling, not running, is most of it.)
+  monkeypatch.setenv("RBX_NOTEBOOK_SCALE", "0.1")
   nb = nbformat.read(path, as_version=4)
   client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                    resources={"metadata": {"path": str(path.parent)}})
