@@ -47,6 +47,9 @@ def test_kendall_tau_and_its_interval(tmp_path):
           for n, v in zip(args.algorithms, (1.0, 2.0, 3.0))}
   tau, p, low, high = table1.kendall(same, "mushroom", args.algorithms)
   assert (tau, low, high) == (1.0, 1.0, 1.0) and p == pytest.approx(1 / 3)   # 2 of 3! orders
+  tied = {k: {"finals": np.minimum(v["finals"], 2.0)} for k, v in same.items()}   # UCB = Lin
+  tau, p, _, _ = table1.kendall(tied, "mushroom", args.algorithms)
+  assert tau < 1.0 and 0.0 < p <= 1.0           # the exact test refuses ties: the asymptotic one
   reversed_ = {k: {"finals": 4.0 - v["finals"]} for k, v in same.items()}
   assert table1.kendall(reversed_, "mushroom", args.algorithms)[::2] == (-1.0, -1.0)
   noisy = {("mushroom", n): {"finals": np.array([1.0, 9.0]) + i}
