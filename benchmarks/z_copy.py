@@ -1,43 +1,117 @@
-"""t_Z of the exact Z⁻¹ with its update independent of the solve (arm 0, as `z_time.measure`
-did before issue 28) against dependent on it (the arm the solve selects, as in a round and in
-`z_time.measure` now), alternated five times in one process, p = 15,160 (Covertype's shape,
-m = 40). With the update independent, XLA copies the donated p × p matrix before updating it.
+"""The exact-Z⁻¹ NeuralUCB round part by part, in one process (issue 28), at Covertype's shape
+with m = 40 (d'K = 378, p = 15,160: a 0.9 GB Z⁻¹), J = 100 full-batch steps, one seed, after
+`--history` rounds of the agent's own play:
 
-    python benchmarks/z_copy.py
+* its parts, each jitted alone: the gradients at the K arms, the K products Z⁻¹g_a (solve), the
+  Sherman–Morrison update of the donated Z⁻¹ by the g the solve selects ("dependent") and by
+  arm 0's ("independent": XLA then copies the p × p matrix first, so that the solve can still
+  read the old one — what `z_time.measure` timed before issue 28), and the J training steps;
+* the whole round: the step jitted alone (carry donated), and the sweep driver's program as
+  Table 3 times it (`neural_step_time.time_rbx`: the step inside the driver's vmap over grid
+  points and map over seeds), with the exact Z⁻¹'s solve and update vectorised under that vmap
+  (the form before issue 28's fix: gathers and scatters over the batched p × p matrix) and
+  mapped over it (`rbx.neural.precision`, now).
+
+Medians of `--repeats` calls after one warm-up call (compiles excluded; the initial state waited
+for); the parts and the jitted step alternate, to share the machine's load.
+
+    python benchmarks/z_copy.py [--width 40] [--history 100] [--repeats 5]
 """
-import argparse, sys, time
-argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+import argparse
+import sys
+import time
+import types
+import warnings
+from unittest import mock
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 sys.path.insert(0, "benchmarks")
-import jax, jax.numpy as jnp, numpy as np
+import neural_step_time
 from covertype_like import covertype_like
+
 from rbx import neural
 from rbx.core import protocol
-from rbx.neural import network, precision
-X, y = covertype_like(200, 54, 7)
-env = neural.classification(X, y)
-m = 40
-agent = neural.get("neural_ucb", width=m, precision="exact", train_steps=1)
-run = protocol.pair(env, agent, 20)
-key = jax.random.key(0)
-c = run.init(key)
-state = c[1]
-_, obs = env.observe(key, c[0])
-_, g = network.arm_grads(state.theta, obs.x, obs.block)
-prec = precision.get("exact")
-print("p =", state.z.shape[0])
-def make(dep):
-  def z_work(z, g, blocks):
-    zg = prec.solve(z, state.theta0, g, blocks)
-    a = jnp.argmax(precision.quadratic(g, zg)) if dep else 0
-    return prec.update(z, state.theta0, jax.tree.map(lambda v: v[a], g), blocks[a], m), zg
-  return jax.jit(z_work, donate_argnums=0)
-res = {False: [], True: []}
-works = {d: make(d) for d in (False, True)}
-zs = {d: jax.block_until_ready(works[d](jnp.array(state.z), g, obs.block)[0]) for d in (False, True)}
-for rep in range(5):                      # alternate the two, to share the machine's load
-  for d in (False, True):
-    t0 = time.perf_counter()
-    zs[d] = jax.block_until_ready(works[d](zs[d], g, obs.block))[0]
-    res[d].append(time.perf_counter() - t0)
-for d in (False, True):
-  print(f"update depends on the solve={d}: t_Z median {np.median(res[d]):.3f} s (all {np.round(res[d], 3).tolist()})")
+from rbx.neural import likelihoods, network, precision, training
+
+VECTORISED = precision.Precision("exact", precision._exact_init, precision._exact_solve,
+                                 precision._exact_update)
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("--width", type=int, default=40)
+  p.add_argument("--history", type=int, default=100)
+  p.add_argument("--repeats", type=int, default=5)
+  args = p.parse_args()
+  warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+  cfg = types.SimpleNamespace(width=args.width, train_steps=100, dim=54, arms=7, data=5000,
+                              arm_batch=None)
+  env = neural.classification(*covertype_like(cfg.data, cfg.dim, cfg.arms), cfg.arms)
+  agent = neural_step_time.make_agent("neural_ucb_exact", cfg)
+  capacity = args.history + args.repeats + 2
+  run = protocol.pair(env, agent, capacity)
+  key = jax.random.key(0)
+  carry = jax.jit(lambda c: protocol.scan(run, key, c, 1, args.history, lambda tr: ())[0])(
+      run.init(key))
+  carry = jax.block_until_ready(carry)
+  state = carry[1]
+  _, obs = env.observe(key, carry[0])
+  prec, m = precision.exact, args.width
+  _, g = network.arm_grads(state.theta, obs.x, obs.block)
+  print(f"p = {state.z.shape[0]}, d'K = {cfg.dim * cfg.arms}, m = {m}, J = {cfg.train_steps}, "
+        f"history t = {args.history}; median of {args.repeats} (s)", flush=True)
+
+  def z_work(dependent):
+    def work(z):
+      zg = prec.solve(z, state.theta0, g, obs.block)
+      a = jnp.argmax(precision.quadratic(g, zg)) if dependent else 0
+      return prec.update(z, state.theta0, jax.tree.map(lambda v: v[a], g), obs.block[a], m), zg
+    return jax.jit(work, donate_argnums=0)
+
+  cfg_train, opt = training.setup(0.1, 1e-3, 1e-3, {"width": m, "train_steps": cfg.train_steps})
+  fit = jax.jit(lambda th, os: training.fit(th, os, state.theta0, state.buffer, key,
+                                            likelihoods.gaussian, 1e-3, opt, cfg_train))
+  step = jax.jit(lambda c: run.step(c, key, args.history + 1)[0], donate_argnums=0)
+  first = lambda out: (out[0],)                 # Z⁻¹ of (Z⁻¹, Z⁻¹g): the next call's input
+  # name: (function, its inputs, its next inputs from its output, or None: the same again)
+  timed = {
+      "gradients at the K arms": (jax.jit(network.arm_grads), (state.theta, obs.x, obs.block),
+                                  None),
+      "solve: K products Z⁻¹g_a": (jax.jit(prec.solve), (state.z, state.theta0, g, obs.block),
+                                   None),
+      "t_Z, update dependent on the solve": (z_work(True), (jnp.copy(state.z),), first),
+      "t_Z, update independent (copies Z⁻¹)": (z_work(False), (jnp.copy(state.z),), first),
+      "J training steps": (fit, (state.theta, state.opt_state), None),
+      "whole step, jitted alone": (step, (jax.tree.map(jnp.copy, carry),), lambda out: (out,)),
+  }
+  inputs = {name: args_ for name, (_, args_, _) in timed.items()}
+  seconds = {name: [] for name in timed}
+  for rep in range(args.repeats + 1):           # the first round compiles and warms up
+    for name, (f, _, chain) in timed.items():
+      begin = time.perf_counter()
+      out = jax.block_until_ready(f(*inputs[name]))
+      if rep:
+        seconds[name].append(time.perf_counter() - begin)
+      if chain is not None:
+        inputs[name] = chain(out)
+  del inputs, carry
+  for name, s in seconds.items():
+    print(f"  {name:<40} {np.median(s):8.3f}   (all {np.round(s, 3).tolist()})", flush=True)
+  driver = {}
+  for label, prec_exact in (("vectorised (before)", VECTORISED), ("mapped (now)", precision.exact)):
+    with mock.patch.dict(precision.PRECISIONS, exact=prec_exact):
+      agent = neural_step_time.make_agent("neural_ucb_exact", cfg)
+    driver[label] = neural_step_time.time_rbx(env, agent, args.history, capacity, seeds=1,
+                                              steps=1, repeats=args.repeats)
+    print(f"  {'driver program, Z⁻¹ ' + label:<40} {driver[label]:8.3f}", flush=True)
+  before, now = driver.values()
+  print(f"driver program: before / now {before / now:.1f}×; now / the step jitted alone "
+        f"{now / np.median(seconds['whole step, jitted alone']):.2f}")
+
+
+if __name__ == "__main__":
+  main()
