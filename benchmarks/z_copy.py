@@ -10,7 +10,7 @@ with m = 40 (d'K = 378, p = 15,160: a 0.9 GB Z⁻¹), J = 100 full-batch steps, 
   Table 3 times it (`neural_step_time.time_rbx`: the step inside the driver's vmap over grid
   points and map over seeds), with the exact Z⁻¹'s solve and update vectorised under that vmap
   (the form before issue 28's fix: gathers and scatters over the batched p × p matrix) and
-  mapped over it (`rbx.neural.precision`, now).
+  mapped over it (`rbx.neural.precision` now, on a CPU).
 
 Medians of `--repeats` calls after one warm-up call (compiles excluded; the initial state waited
 for); the parts and the jitted step alternate, to share the machine's load.
@@ -100,14 +100,14 @@ def main():
         inputs[name] = chain(out)
   del inputs, carry
   for name, s in seconds.items():
-    print(f"  {name:<40} {np.median(s):8.3f}   (all {np.round(s, 3).tolist()})", flush=True)
+    print(f"  {name:<40} {np.median(s):8.4f}   (all {np.round(s, 3).tolist()})", flush=True)
   driver = {}
   for label, prec_exact in (("vectorised (before)", VECTORISED), ("mapped (now)", precision.exact)):
     with mock.patch.dict(precision.PRECISIONS, exact=prec_exact):
       agent = neural_step_time.make_agent("neural_ucb_exact", cfg)
     driver[label] = neural_step_time.time_rbx(env, agent, args.history, capacity, seeds=1,
                                               steps=1, repeats=args.repeats)
-    print(f"  {'driver program, Z⁻¹ ' + label:<40} {driver[label]:8.3f}", flush=True)
+    print(f"  {'driver program, Z⁻¹ ' + label:<40} {driver[label]:8.4f}", flush=True)
   before, now = driver.values()
   print(f"driver program: before / now {before / now:.1f}×; now / the step jitted alone "
         f"{now / np.median(seconds['whole step, jitted alone']):.2f}")

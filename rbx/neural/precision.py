@@ -9,8 +9,8 @@ Two representations, chosen by name:
     A compact g reads only the columns of its support (`solve`: only its rows too, so the K
     arms read K blocks of Z⁻¹, not all of it K times).
     The update runs over bands of rows so that XLA performs it in place (a fresh p × p
-    buffer per step costs more in page faults than the arithmetic); under `vmap` both map
-    over the batch rather than vectorise (`_one_at_a_time`).
+    buffer per step costs more in page faults than the arithmetic); under `vmap` on a CPU
+    both map over the batch rather than vectorise (`_one_at_a_time`).
 
 Vectors are arm-compact (see `network.arm_grads`): `solve` returns Z⁻¹ g_a restricted to the
 parameters that f(x_a; ·) reads, which is all that (15) and the confidence widths need.
@@ -110,16 +110,21 @@ def _subtract_outer(a, u, v, rows=256):
 
 
 def _one_at_a_time(prec: Precision) -> Precision:
-  """`prec` with `solve` and `update` batched by mapping them over the batch
-  (`jax.custom_batching.sequential_vmap`) instead of vectorising them. Vectorised, the slices of
-  Z⁻¹ at the arm's data-dependent block become gathers and scatters over the batched p × p
-  matrix, which XLA:CPU runs several times slower than the slices — also under a vmap of one,
-  such as the sweep driver's grid axis (issue 28: `python benchmarks/z_copy.py` times both)."""
-  def update(z_inv, params, g, block, m):
-    one = jax.custom_batching.sequential_vmap(lambda *args: prec.update(*args, m))
-    return one(z_inv, params, g, block)
+  """`prec` whose `solve` and `update`, under `vmap` on a CPU, map over the batch
+  (`jax.custom_batching.sequential_vmap`) instead of vectorising. Vectorised, the slices of Z⁻¹
+  at an arm's data-dependent block become gathers and scatters over the batched p × p matrix,
+  which XLA:CPU runs several times slower than the slices — also under a vmap of one, such as
+  the sweep driver's grid axis (issue 28: `python benchmarks/z_copy.py` times both). On an
+  accelerator they stay vectorised (not measured there)."""
+  def on_cpu(f, mapped):
+    return lambda *args: (mapped if jax.default_backend() == "cpu" else f)(*args)
 
-  return prec._replace(solve=jax.custom_batching.sequential_vmap(prec.solve), update=update)
+  def update(z_inv, params, g, block, m):
+    one = lambda *args: prec.update(*args, m)
+    return on_cpu(one, jax.custom_batching.sequential_vmap(one))(z_inv, params, g, block)
+
+  return prec._replace(solve=on_cpu(prec.solve, jax.custom_batching.sequential_vmap(prec.solve)),
+                       update=update)
 
 
 diag = Precision("diag", _diag_init, _diag_solve, _diag_update)

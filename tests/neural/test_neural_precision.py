@@ -64,9 +64,10 @@ def test_unknown_precision_raises():
 
 
 def test_exact_under_vmap_maps_the_unbatched_slices(history):
-  """Vmapped (a batch of two Z⁻¹ with their own arms; θ unbatched), the exact solve and update
-  equal each element's own, bit for bit, and the program slices each Z⁻¹ instead of gathering
-  from the batched p × p stack (issue 28: XLA:CPU ran the gathers several times slower)."""
+  """Vmapped on a CPU (a batch of two Z⁻¹ with their own arms; θ unbatched), the exact solve
+  and update equal each element's own, bit for bit, and the program slices each Z⁻¹ instead of
+  gathering from the batched p × p stack (issue 28: XLA:CPU ran the gathers several times
+  slower)."""
   theta, g, blocks, G, _ = history
   p = G.shape[1]
   zs = jnp.stack([_run(precision.exact, theta, g, blocks), jnp.eye(p) / LAM])
