@@ -18,6 +18,7 @@ for); the parts and the jitted step alternate, to share the machine's load.
     python benchmarks/z_copy.py [--width 40] [--history 100] [--repeats 5]
 """
 import argparse
+import re
 import sys
 import time
 import types
@@ -33,6 +34,7 @@ import neural_step_time
 from covertype_like import covertype_like
 
 from rbx import neural
+from rbx.core import driver as driver_lib
 from rbx.core import protocol
 from rbx.neural import likelihoods, network, precision, training
 
@@ -40,13 +42,29 @@ VECTORISED = precision.Precision("exact", precision._exact_init, precision._exac
                                  precision._exact_update)
 
 
+def pxp_copies(p, f, *args) -> int:
+  """The copies of a p × p matrix (or of a stack of them) in the compiled program of `f` at
+  `args`."""
+  text = f.lower(*args).compile().as_text()
+  return len(re.findall(rf"= f32\[(?:1,)*{p},{p}\]\S* copy\(", text))
+
+
+def driver_program(env, agent, capacity):
+  """The sweep driver's chunk program of one round for one seed and no grid, and its inputs
+  (abstract: nothing allocated)."""
+  init, chunk = driver_lib._functions(lambda hp: protocol.pair(env, agent, capacity), {}, 1, None)
+  points, seeds = {driver_lib._NO_FIELD: np.zeros(1, np.float32)}, np.zeros(1, np.int32)
+  program = jax.jit(lambda h, s, x, t: chunk(h, s, x, t, 1), donate_argnums=2)
+  return program, (points, seeds, jax.eval_shape(init, points, seeds), jnp.int32(1))
+
+
 def main():
-  p = argparse.ArgumentParser(description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-  p.add_argument("--width", type=int, default=40)
-  p.add_argument("--history", type=int, default=100)
-  p.add_argument("--repeats", type=int, default=5)
-  args = p.parse_args()
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--width", type=int, default=40)
+  parser.add_argument("--history", type=int, default=100)
+  parser.add_argument("--repeats", type=int, default=5)
+  args = parser.parse_args()
   warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
   cfg = types.SimpleNamespace(width=args.width, train_steps=100, dim=54, arms=7, data=5000,
                               arm_batch=None)
@@ -62,7 +80,8 @@ def main():
   _, obs = env.observe(key, carry[0])
   prec, m = precision.exact, args.width
   _, g = network.arm_grads(state.theta, obs.x, obs.block)
-  print(f"p = {state.z.shape[0]}, d'K = {cfg.dim * cfg.arms}, m = {m}, J = {cfg.train_steps}, "
+  p = state.z.shape[0]
+  print(f"p = {p}, d'K = {cfg.dim * cfg.arms}, m = {m}, J = {cfg.train_steps}, "
         f"history t = {args.history}; median of {args.repeats} (s)", flush=True)
 
   def z_work(dependent):
@@ -89,6 +108,8 @@ def main():
       "whole step, jitted alone": (step, (jax.tree.map(jnp.copy, carry),), lambda out: (out,)),
   }
   inputs = {name: args_ for name, (_, args_, _) in timed.items()}
+  copies = {name: pxp_copies(p, f, *inputs[name]) for name, (f, _, _) in timed.items()
+            if name.startswith(("t_Z", "whole"))}
   seconds = {name: [] for name in timed}
   for rep in range(args.repeats + 1):           # the first round compiles and warms up
     for name, (f, _, chain) in timed.items():
@@ -107,7 +128,11 @@ def main():
       agent = neural_step_time.make_agent("neural_ucb_exact", cfg)
     driver[label] = neural_step_time.time_rbx(env, agent, args.history, capacity, seeds=1,
                                               steps=1, repeats=args.repeats)
+    program, program_inputs = driver_program(env, agent, capacity)
+    copies[f"driver program, Z⁻¹ {label}"] = pxp_copies(p, program, *program_inputs)
     print(f"  {'driver program, Z⁻¹ ' + label:<40} {driver[label]:8.4f}", flush=True)
+  print("p × p copies in the compiled programs: "
+        + "; ".join(f"{name} {n}" for name, n in copies.items()))
   before, now = driver.values()
   print(f"driver program: before / now {before / now:.1f}×; now / the step jitted alone "
         f"{now / np.median(seconds['whole step, jitted alone']):.2f}")
