@@ -106,10 +106,11 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
 
 
 def time_torch(name, args, history, whole_run=None):
-  """The reference's seconds per round, measured in a fresh process (no JAX threads beside it);
+  """The reference's seconds per round, measured in a fresh process (no JAX threads beside it)
+  of this Python, or of the one $RBX_TORCH_PYTHON names (it needs only NumPy and PyTorch);
   `whole_run`: the mean over a whole run of that many rounds from an empty history."""
   steps = args.torch_steps if whole_run is None else whole_run - 1
-  cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+  cmd = [os.environ.get("RBX_TORCH_PYTHON", sys.executable), os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                       "neural_torch_reference.py"),
          "--agent", name, "--history", str(history), "--steps", str(steps),
          "--width", str(args.width), "--train-steps", str(args.train_steps), "--dim", str(args.dim),

@@ -43,7 +43,7 @@ class Reference:
     self.agent, self.m, self.J, self.eta, self.lam, self.nu = agent, width, train_steps, eta, lam, nu
     self.exact = exact
     p = sum(t.numel() for t in self.theta0)
-    self.z = torch.eye(p) / lam if exact else torch.full((p,), lam)
+    self.z = torch.eye(p).div_(lam) if exact else torch.full((p,), lam)   # one (p, p) buffer
     self.arm_theta = {}                                  # GA: θ̃_a, warm-started per arm
     self.X, self.r = [], []
     self.t = 1

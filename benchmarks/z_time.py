@@ -54,8 +54,9 @@ def measure(env, name: str, extra: dict, width: int, train_steps: int, history: 
                      **extra)
   run = protocol.pair(env, agent, capacity)
   key = jax.random.key(0)
-  carry = jax.jit(lambda c: protocol.scan(run, key, c, 1, history, lambda tr: ())[0])(
-      run.init(key))
+  # jitted and donated, so that no more than one p × p Z⁻¹ is held at a time
+  carry = jax.jit(lambda c: protocol.scan(run, key, c, 1, history, lambda tr: ())[0],
+                  donate_argnums=0)(jax.jit(run.init)(key))
   t_step = None
   if step:
     t_step = _median_seconds(jax.jit(lambda c: run.step(c, key, history + 1)[0]), carry,
@@ -75,12 +76,13 @@ def measure(env, name: str, extra: dict, width: int, train_steps: int, history: 
     return prec.update(z, state.theta0, jax.tree.map(lambda v: v[a], g), blocks[a],
                        width), z_inv_g
 
-  # Z is donated and each update feeds the next, as in a run. XLA updates the donated Z⁻¹ in
-  # place only when the update depends on the solve: with an update independent of it (a fixed
-  # arm), the compiled program copies the whole p × p matrix first (`copy(...)` of the
-  # parameter in its HLO) so that the solve can still read the old one
+  # Z is donated (the carry's own: it is not used again) and each update feeds the next, as in
+  # a run. XLA updates the donated Z⁻¹ in place only when the update depends on the solve: with
+  # an update independent of it (a fixed arm), the compiled program copies the whole p × p
+  # matrix first (`copy(...)` of the parameter in its HLO) so that the solve can still read the
+  # old one
   work = jax.jit(z_work, donate_argnums=0)
-  z = jax.block_until_ready(work(jax.tree.map(jnp.copy, state.z), g, obs.block)[0])
+  z = jax.block_until_ready(work(state.z, g, obs.block)[0])
   times = []
   for _ in range(repeats):
     begin = time.perf_counter()

@@ -52,7 +52,8 @@ def run(ctx: Context) -> tuple[str, str]:
            "(`neural_torch_reference.py`: dense d'K contexts, one backward pass per arm, an "
            "explicit Z⁻¹ update) runs the same settings in its own process, timed the same "
            f"way (the median of {scale.timing_steps} rounds after one warm-up round); — in its "
-           "column: torch is not installed (`pip install '.[bench]'`). Both sides run on the "
+           "column: torch is not installed (`pip install '.[bench]'`, or $RBX_TORCH_PYTHON names "
+           "a Python that has it). Both sides run on the "
            "same machine one after the other; on a shared machine their ratio moves with the "
            "load.", "",
            "| algorithm | t | rbx t_step (s) | rbx t_Z (s) | PyTorch reference t_step (s) | "
