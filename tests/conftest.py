@@ -3,13 +3,12 @@ import shutil
 import sys
 import tempfile
 
-import pytest
-
 # The tests import the shared helpers beside them (tests/helpers.py).
 sys.path.insert(0, os.path.dirname(__file__))
 
-# One persistent XLA compilation cache for the session, its subprocesses and notebook kernels
-# (they inherit the environment; set before JAX is imported): a program that several tests
+# One persistent XLA compilation cache for the session, its pytest-xdist workers (pyproject's
+# `-n auto`: one per core), subprocesses and notebook kernels (they inherit the environment;
+# set before JAX is imported): a program that several tests
 # rebuild (selm and xpo, the same sweep in two tests, a documented command) compiles once.
 # A cache directory the user set is kept; ours is removed at the end.
 _OWN_CACHE = None
@@ -32,11 +31,3 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 def pytest_sessionfinish(session, exitstatus):
   if _OWN_CACHE is not None:
     shutil.rmtree(_OWN_CACHE, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def demo_default():
-  """`rbx demo` at its default sizes, run once for the session: (printed lines, results)."""
-  from rbx import demo
-  lines = []
-  return lines, demo.run(echo=lines.append, progress=False)

@@ -48,16 +48,6 @@ def test_names_get_a_hint_whatever_their_case(tmp_path):
     data.find("covertyp", data_dir=tmp_path)                 # a downloadable set, not yet here
 
 
-@pytest.mark.slow
-def test_demo_reports_the_standard_deviation_with_ddof_1_like_the_report(demo_default):
-  lines, res = demo_default
-  assert "ddof = 1" in lines[0]
-  final = res["example1"].sel(agent="vpo").final()
-  row = next(l for l in lines if l.startswith("example1   vpo"))
-  assert f"± {final.std(ddof=1):.1f}" in row and f"{final.mean():.1f}" in row
-  assert res["example1"].summary()[1]["std"] == pytest.approx(np.std(final, ddof=1))
-
-
 @pytest.mark.slow                                 # an `rbx run` end to end
 def test_run_shrinks_a_config_from_the_command_line_and_records_it(tmp_path):
   cfg = tmp_path / "sweep.toml"
