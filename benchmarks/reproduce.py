@@ -49,8 +49,8 @@ def _expand(names: list[str]) -> list[str]:
   return [s for n in names for s in GROUPS.get(n, [n])]
 
 
-def _stamp(name: str, full: bool, seconds: float) -> str:
-  """The line under a section's heading: the command and the run that produced it."""
+def _commit() -> str:
+  """HEAD's short hash, "with uncommitted changes" where tracked files differ from it."""
   try:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                             capture_output=True, check=True).stdout.strip()
@@ -59,6 +59,11 @@ def _stamp(name: str, full: bool, seconds: float) -> str:
     commit += " with uncommitted changes" if dirty else ""
   except (OSError, subprocess.CalledProcessError):
     commit = "unknown"
+  return commit
+
+
+def _stamp(name: str, full: bool, seconds: float, commit: str) -> str:
+  """The line under a section's heading: the command and the run that produced it."""
   dev = jax.devices()
   return (f"*Measured by `python benchmarks/reproduce.py{' --full' if full else ''} --only "
           f"{name}` (scale **{'full' if full else 'quick'}**) on "
@@ -70,13 +75,14 @@ def _stamp(name: str, full: bool, seconds: float) -> str:
 def run_section(name: str, ctx: Context) -> Path:
   """Runs one section and saves its output (finding, stamp, markdown) as figures/<name>.md."""
   module = importlib.import_module(f"reproduction.{name}")
+  commit = _commit()            # before the section writes its figures
   start = time.perf_counter()
   print(f"[reproduce] {name} ...", file=sys.stderr, flush=True)
   text, finding = module.run(ctx)
   seconds = time.perf_counter() - start
   heading, _, body = text.partition("\n")
   lines = [] if finding is None else [FINDING + finding.replace("-->", "→") + " -->"]
-  stamp = [] if name == CLOSING else ["", _stamp(name, ctx.full, seconds)]
+  stamp = [] if name == CLOSING else ["", _stamp(name, ctx.full, seconds, commit)]
   lines += [heading] + stamp + [body.rstrip("\n"), ""]
   path = ctx.figdir.path / f"{name}.md"
   path.write_text("\n".join(lines))
