@@ -13,14 +13,15 @@ tree's, in the same process, and prints the speed-up: the fair comparison on a l
 
 Flops per step, from the method (`rbx.rlhf.linear`'s "Cost"): a pass over φ (a product
 φθ or φᵀv) is 2·|X|·A·d flops, a pass over the data buffer 2·T·d, the Laplacian 2·T·d².
-A step makes 1 (π_cal's mean) + 1 (the warm start) + 1 (the new policy) passes over φ, and
-per refined start 1 (its slope) + 1 per DC iteration (its Newton direction) + 3 per F
-iteration (the slope, the Newton direction and the gradient), as many passes over Z, and one
-Laplacian per iteration. Elementwise work is not counted as flops; the script reports the
-passes with |X|·A exponentials per seed ("exp passes": F at the centre and the warm start, each
-start's slope, and per F iteration its slope and F at `line_search` × 2 trial points). The
-2d candidate rays' F (3^d − 1 for small d) depend on the task alone: one seed batch sharing
-the task computes them once (not counted).
+A step makes 1 (π_cal's mean) + 1 (the new policy) passes over φ, and per refined start 1
+(its embedding) + 1 (its slope, if it takes DC steps) + 1 per DC iteration (the Newton
+direction) + 3 per F iteration (the slope, the Newton direction and the gradient), as many
+passes over Z, and one Laplacian per iteration. Elementwise work is not counted as flops; the
+script reports the passes with |X|·A exponentials per seed ("exp passes": the new policy, and
+per start its slope before DC steps and per F iteration its slope and F at `line_search` × 2
+trial points). The candidate rays' F depend on the task alone: one seed batch sharing the task
+computes them once (not counted). These counts are this tree's method; a `--baseline`
+revision's rows repeat them.
 """
 from __future__ import annotations
 
@@ -74,12 +75,12 @@ def baseline_agents(revision: str) -> dict:
 
 def step_cost(X: int, A: int, d: int, T: int, config=LINEAR_SOLVER):
   """(flops, passes over φ, exp passes) of one update (module docstring)."""
-  dc, it = min(config.dc_iterations, config.iterations), config.iterations
-  f_steps = it - dc
-  passes = 3 + config.starts * (1 + dc + 3 * f_steps)
-  laplacians = config.starts * it
+  dc = min(config.dc_iterations, config.iterations)
+  f_steps = config.iterations - dc
+  passes = 2 + config.starts * (1 + (dc > 0) + dc + 3 * f_steps)
+  laplacians = config.starts * config.iterations
   flops = passes * 2 * (X * A * d + T * d) + laplacians * 2 * T * d * d
-  exps = 2 + config.starts * (1 + f_steps * (1 + 2 * config.line_search) + (f_steps == 0))
+  exps = 1 + config.starts * ((dc > 0) + f_steps * (1 + 2 * config.line_search) + (f_steps == 0))
   return flops, passes, exps
 
 

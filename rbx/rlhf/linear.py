@@ -15,26 +15,44 @@ r_θ, which every evaluation of F computes anyway: so K costs nothing beside F e
 difference of convex functions in d dimensions, and its maxima lie on K's boundary wherever
 the data leave θ free.
 
-**Method** (the exact solver's, `rbx.rlhf.solver`, with its `SolverConfig`, start selection
-and conjugate gradients). Candidate starts: the centre θ = 0, the warm start, and the
-boundary points u/h(u) on the rays u ∈ {−1, 0, 1}^d \\ 0 for d ≤ `max_vertex_actions` (with
-one-hot φ, all the box's non-constant vertices), else u = ±e_i (2d); `starts` of them are
-refined, the centre and the warm start always, the others by F. Each refinement takes `dc_iterations` DC steps (ascend the concave minorant
+**Method** (the exact solver's, `rbx.rlhf.solver`, with its `SolverConfig` and conjugate
+gradients). Candidate starts: the warm starts (`search_linear`'s `basins`; the agents pass
+the previous step's end points, `solve_linear` one θ), each refined, and then by F the centre
+θ = 0 and the boundary points u/h(u) on the rays u ∈ {−1, 0, 1}^d \\ 0 for
+d ≤ `max_vertex_actions` (with one-hot φ, all the box's non-constant vertices), else u = ±e_i
+(2d), until `starts` are refined (a candidate within 1e-4 of an earlier one is skipped).
+Each refinement takes `dc_iterations` DC steps (ascend the concave minorant
 M(θ) = ℓ(θ) + α ∇J*(θ₀)ᵀθ of the start θ₀, ranked by M) and then steps on F. A step tries
 the Newton direction of ℓ plus the linear term (CG on −∇²ℓ, d × d) and, on F, the gradient
-scaled so that its rewards span r_max, each at `line_search` step sizes; on the boundary of K
-the active face's outward normal is removed from them; trial points outside K are pulled back
-by the radial retraction θ/max(1, h(θ)) (onto K); the best trial point is kept, so the
-ranked function never decreases. The best refined point by F is returned.
+scaled so that its rewards span r_max, each at `line_search` step sizes τ·shrink^i, where τ
+starts at 1 and follows the steps taken (one `shrink` above the size taken, capped at 1;
+shrink^line_search lower when no trial improves: the search keeps converging where fixed sizes
+stall); on the boundary of K the active face's outward normal is removed from them; trial
+points outside K are pulled back by the radial retraction θ/max(1, h(θ)) (onto K); the best
+trial point is kept, so the ranked function never decreases. The end points are returned best
+first by F, distinct ones first.
 
-**Cost.** A point carries r = φθ (X, A) and s = Zθ (n,) with it; both are linear in θ, so a
-direction's trial points at every step size cost one product φΔ (|X|·A·d) and ZΔ (n·d),
-the retraction O(|X|·A), and F at a trial point O(|X|·A) transcendentals. A step costs
-1 + (directions) products with φ, one with φᵀ (∇J*), and the d × d Laplacian Zᵀ diag(σσ′) Z
-(n·d²): O(starts × iterations × (|X|·A·d + n·d²)). The rays' rewards, gauges and
-log-sum-exps depend on the task alone (φ, π_ref, ρ, β, r_max), so a vmapped batch of seeds
-sharing the task computes them once (at compile time when the task is a constant); only
-their ℓ and linear terms are per seed. The data enter through their feature
+The agents' default `LINEAR_SOLVER` (4 starts, 3 steps on F, no DC steps) tracks the optimum
+across rounds (one comparison a round moves it little): the previous round's 3 distinct end
+points are refined again, and one new candidate. Along the agents' trajectories it ends no
+further below a thorough solve (16 starts, 12 iterations) than the settings before it (4
+starts, 3 DC steps and 3 on F, from the centre, the warm start and 2 rays), in 42 products
+with φ and 61 passes of exponentials a step against 55 and 66; with 6 steps on F about 2.7×
+closer (`benchmarks/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a start far from its basin's maximum; a tracked start is
+near one, and there they spend iterations without F's slope.
+
+**Cost.** The search keeps φ with the actions first, (A, X, d), so that every reduction over a
+prompt's A rewards (max, min, Σ) is a reduction over the leading axis, vectorised over the
+prompts. A point carries r = φθ (A, X), s = Zθ (n,) and r's largest and smallest entry at
+each prompt (X,) — the retraction and the log-sum-exp's shift — with it; r and s are linear
+in θ, so a direction's trial points cost one product φΔ (|X|·A·d) and ZΔ (n·d), and a trial
+point one pass over r + size·φΔ (its gauge and shift) and, on F, one of |X|·A exponentials.
+The slope ∇J* and F at a point come from one pass of exponentials and one product with φᵀ.
+A step on F costs 3 products with φ or φᵀ, 1 + 2·`line_search` exponential passes and the
+d × d Laplacian Zᵀ diag(σσ′) Z (n·d²): O(starts × iterations × (|X|·A·d + n·d²)). The rays'
+rewards, gauges and log-sum-exps depend on the task alone (φ, π_ref, ρ, β, r_max), so a
+vmapped batch of seeds sharing the task computes them once (at compile time when the task is
+a constant); only their ℓ and linear terms are per seed. The data enter through their feature
 differences z (a buffer of fixed capacity, `LinearData`): ℓ with linear rewards has no exact
 fixed-size statistic (counts per (x, a, b) are |X|·A² ≫ T at |X| = 10,000, and a quadratic
 (Laplace) summary is exact only for Gaussian likelihoods), so ℓ here is exact and n = T, the
@@ -45,20 +63,20 @@ does not grow with t (unused slots are masked).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import itertools
+from typing import NamedTuple
 
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbx.rlhf.solver import SolverConfig, select_starts, truncated_cg
+from rbx.rlhf.solver import SolverConfig, truncated_cg
 
-# The linear agents' default settings: `python benchmarks/linear_throughput.py` measures
-# their speed, tests/rlhf/test_linear.py their accuracy against brute force.
-LINEAR_SOLVER = SolverConfig(iterations=6, dc_iterations=3, starts=4, line_search=2,
+# The linear agents' default settings (module docstring): `python benchmarks/linear_throughput.py`
+# measures their speed, `python benchmarks/linear_accuracy.py` their accuracy along the agents'
+# trajectories, tests/rlhf/test_linear.py the search's against brute force.
+LINEAR_SOLVER = SolverConfig(iterations=3, dc_iterations=0, starts=4, line_search=2,
                              cg_iterations=4)
 
 
@@ -78,14 +96,6 @@ class Point(NamedTuple):
   theta: chex.Array
   r: chex.Array
   s: chex.Array
-
-  def plus(self, size, other: Point) -> Point:
-    """self + size · other (all three are linear in θ)."""
-    return jax.tree.map(lambda a, b: a + size * b, self, other)
-
-  def scaled(self, c) -> Point:
-    """c · self."""
-    return jax.tree.map(lambda a: c * a, self)
 
 
 class LinearProblem(NamedTuple):
@@ -131,33 +141,15 @@ class LinearProblem(NamedTuple):
     """h(θ) = max_x (max_a r − min_a r)/r_max: θ ∈ K iff h ≤ 1; scalar."""
     return jnp.max(jnp.max(r, axis=-1) - jnp.min(r, axis=-1)) / self.r_max
 
-  def retract(self, p: Point) -> Point:
-    """p/max(1, h(p)): p itself inside K, the boundary point on its ray outside."""
-    return p.scaled(1.0 / jnp.maximum(1.0, self.gauge(p.r)))
-
-  def slope(self, p: Point):
-    """α ∇J*(θ) = α (Σ_x ρ(x) φ(x)ᵀ π_θ(x) − cal_mean), (d,); one product with φᵀ."""
-    pi = jax.nn.softmax(self.log_ref + p.r / self.beta, axis=-1)
-    return self.alpha * (feature_mean(self.rho[:, None] * pi, self.features) - self.cal_mean)
-
-  def face(self, p: Point):
-    """The outward normal of K's face that is active at p, φ(x*, a_hi) − φ(x*, a_lo) at the
-    prompt x* of the widest reward range, (d,), and h(p) (`gauge`), from one pass over r."""
-    width = jnp.max(p.r, axis=-1) - jnp.min(p.r, axis=-1)
-    x = jnp.argmax(width)
-    normal = self.features[x, jnp.argmax(p.r[x])] - self.features[x, jnp.argmin(p.r[x])]
-    return normal, width[x] / self.r_max
-
 
 def rewards(theta, features):
   """r_θ = φθ, features' shape without its last axis (d), computed with θ on the left: vmapped
-  over θ it is one (k, d) × (d, X·A) matmul whose result has the batch axis first (contiguous
-  (X, A) blocks for the passes over r that follow; φ's axes first would make them strided)."""
+  over θ it is one (k, d) × (d, X·A) matmul whose result has the batch axis first."""
   return jax.lax.dot_general(theta, features, (((0,), (features.ndim - 1,)), ((), ())))
 
 
 def feature_mean(weights, features):
-  """Σ_{x,a} w(x, a) φ(x, a), (d,); weights (X, A) on the left, as in `rewards`."""
+  """Σ_{x,a} w(x, a) φ(x, a), (d,); weights (X, A) (or (A, X) with φ (A, X, d)) on the left."""
   return jax.lax.dot_general(weights, features, (((0, 1), (0, 1)), ((), ())))
 
 
@@ -168,102 +160,199 @@ def solve_linear(problem: LinearProblem, theta_init: chex.Array,
   Args:
     problem: the instance. theta_init: the warm start, (d,) (e.g. the previous θ).
     config: the exact solver's settings (`starts`, `iterations`, `dc_iterations`,
-      `line_search`, `shrink`, `cg_iterations`, `dc_gradient`; the others are the tabular
-      solver's own).
+      `line_search`, `shrink`, `cg_iterations`, `dc_gradient`, `max_vertex_actions`; the
+      others are the tabular solver's own).
   """
   chex.assert_rank([problem.features, theta_init], [3, 1])
-  thetas, values = _candidates(problem, theta_init, config)
-  if values.shape[0] > config.starts:
-    forced = jnp.arange(values.shape[0]) < 2              # the centre and the warm start
-    thetas = thetas[select_starts(values, jnp.where(forced, jnp.inf, values), config.starts)]
-  starts = jax.vmap(lambda t: problem.retract(problem.embed(t)))(thetas)
-  ends, values = jax.vmap(lambda p: _refine(problem, p, config))(starts)
-  return ends.theta[jnp.argmax(values)]
+  return search_linear(problem, theta_init[None], config)[0]
 
 
-def _candidates(problem: LinearProblem, theta_init, config: SolverConfig):
-  """The centre θ = 0, the warm start (retracted onto K), and the boundary points u/h(u) on
-  the rays u: every nonzero u ∈ {−1, 0, 1}^d for d ≤ `config.max_vertex_actions` (3^d − 1;
-  with one-hot φ, all the box's non-constant vertices), else ±e_i (2d); their θ (k, d) and
-  F (k,). The rays' rewards φu/h(u) and log-sum-exps depend on φ, π_ref, ρ, β and r_max
-  alone, so a batch of seeds sharing the task computes them once."""
+def search_linear(problem: LinearProblem, basins: chex.Array,
+                  config: SolverConfig = LINEAR_SOLVER) -> chex.Array:
+  """The refined end points of the search (module docstring), best first by F, distinct ones
+  before repeats; shape (starts, d).
+
+  Args:
+    problem: the instance. basins: warm starts (m, d), m ≤ `config.starts`, each refined
+      (retracted onto K first); a row that repeats an earlier one gives its start to the
+      next candidate (the agents pass the previous round's end points).
+    config: as `solve_linear`.
+  """
+  chex.assert_rank([problem.features, basins], [3, 2])
+  if basins.shape[0] > config.starts:
+    raise ValueError(f"SolverConfig.starts must be >= the {basins.shape[0]} warm starts, "
+                     f"got {config.starts}")
+  thetas, values = _candidates(problem, config)
+  thetas = jnp.concatenate([basins.astype(thetas.dtype), thetas])
+  scores = jnp.concatenate([jnp.full(basins.shape[0], jnp.inf), values])
+  scores = jnp.where(_repeats(thetas), -jnp.inf, scores)
+  starts = thetas[jax.lax.top_k(scores, min(config.starts, scores.shape[0]))[1]]
+  search = _Search.of(problem)
+  ends, values = jax.vmap(lambda t: _refine(search, t, config))(starts)
+  values = jnp.where(jnp.isfinite(values), values, -jnp.inf)
+  ends = ends[jnp.argsort(-values)]
+  return ends[jnp.argsort(_repeats(ends), stable=True)]
+
+
+def _repeats(thetas):
+  """Whether each row of thetas (k, d) is within 1e-4 (relative) of an earlier row; (k,)."""
+  gap = jnp.max(jnp.abs(thetas[:, None] - thetas[None]), axis=-1)
+  scale = 1.0 + jnp.max(jnp.abs(thetas), axis=-1)
+  close = gap <= 1e-4 * jnp.maximum(scale[:, None], scale[None])
+  return jnp.any(jnp.tril(close, -1), axis=1)
+
+
+def _candidates(problem: LinearProblem, config: SolverConfig):
+  """The centre θ = 0 and the boundary points u/h(u) on the rays u: every nonzero
+  u ∈ {−1, 0, 1}^d for d ≤ `config.max_vertex_actions` (3^d − 1; with one-hot φ, all the
+  box's non-constant vertices), else ±e_i (2d); their θ (k, d) and F (k,). The rays' rewards
+  φu/h(u) and log-sum-exps depend on φ, π_ref, ρ, β and r_max alone, so a batch of seeds
+  sharing the task computes them once; J* is 0 at the centre."""
   d = problem.features.shape[-1]
   if d <= config.max_vertex_actions:
-    u = np.array(list(itertools.product([0.0, 1.0, -1.0], repeat=d)), np.float32)[1:]
+    u = np.array(list(itertools.product([0.0, 1.0, -1.0], repeat=d)), np.float32)
   else:
-    u = np.concatenate([np.eye(d), -np.eye(d)]).astype(np.float32)
+    u = np.concatenate([np.zeros((1, d)), np.eye(d), -np.eye(d)]).astype(np.float32)
   r = jnp.einsum("xad,kd->kxa", problem.features, jnp.asarray(u))
   h = jax.vmap(problem.gauge)(r)
   scale = jnp.where(h > 0, 1.0 / jnp.where(h > 0, h, 1.0), 0.0)
   lse = jax.vmap(problem.log_partition)(r * scale[:, None, None])
-  rays = jnp.asarray(u) * scale[:, None]
-  start = problem.retract(problem.embed(theta_init))
-  first = jax.tree.map(lambda a: jnp.stack([jnp.zeros_like(a), a]), start)
-  thetas = jnp.concatenate([first.theta, rays])
-  values = jnp.concatenate([
-      jax.vmap(problem.value)(first),
-      jax.vmap(problem.log_likelihood)(Point(rays, None, rays @ problem.data.z.T))
-      + problem.alpha * (lse - rays @ problem.cal_mean)])
+  thetas = jnp.asarray(u) * scale[:, None]
+  values = (jax.vmap(problem.log_likelihood)(Point(thetas, None, thetas @ problem.data.z.T))
+            + problem.alpha * (lse - thetas @ problem.cal_mean))
   return thetas, values
 
 
-def _refine(problem: LinearProblem, p: Point, config: SolverConfig):
-  """`dc_iterations` DC steps with the slope α ∇J*(θ₀) of the start, then steps on F; the
-  end point and its F."""
-  slope = problem.slope(p)
+class _Search(NamedTuple):
+  """The instance in the search's layout: actions first (φ (A, X, d), log π_ref (A, X)), so
+  that a reduction over a prompt's A rewards is A − 1 elementwise operations on vectors over
+  the prompts (XLA on CPU vectorises those, not a reduction over a short minor axis)."""
+  phi: chex.Array
+  log_ref: chex.Array
+  rho: chex.Array
+  beta: chex.Array
+  alpha: chex.Array
+  r_max: chex.Array
+  z: chex.Array
+  mask: chex.Array
+  cal_mean: chex.Array
+
+  @classmethod
+  def of(cls, p: LinearProblem) -> _Search:
+    return cls(jnp.swapaxes(p.features, 0, 1), p.log_ref.T, p.rho, p.beta, p.alpha, p.r_max,
+               p.data.z, p.data.mask(), p.cal_mean)
+
+  def embed(self, theta) -> _Point:
+    """θ as a `_Point` (one product with φ, one with Z, one pass over r), retracted onto K."""
+    r = rewards(theta, self.phi)
+    hi, lo = _over_actions(jnp.maximum, r), _over_actions(jnp.minimum, r)
+    c = 1.0 / jnp.maximum(1.0, jnp.max(hi - lo) / self.r_max)
+    return _Point(c * theta, c * r, c * (self.z @ theta), c * hi, c * lo)
+
+  def log_likelihood(self, s):
+    return jnp.sum(self.mask * jax.nn.log_sigmoid(s))
+
+  def partition(self, p: _Point):
+    """L(θ) = Σ_x ρ(x) β log Σ_a π_ref(a|x) e^{r(x, a)/β} (J*'s convex part) and its
+    gradient Σ_x ρ(x) φ(x)ᵀ π_θ(x), (d,): one pass of |X|·A exponentials, one product."""
+    w = jnp.exp(self.log_ref + (p.r - p.hi) / self.beta)
+    total = _over_actions(jnp.add, w)
+    lse = jnp.dot(self.rho, p.hi + self.beta * jnp.log(total))
+    return lse, feature_mean(w * (self.rho / total), self.phi)
+
+  def value(self, theta, s, lse):
+    """F = ℓ + α (L − cal_meanᵀθ)."""
+    return self.log_likelihood(s) + self.alpha * (lse - jnp.dot(self.cal_mean, theta))
+
+
+class _Point(NamedTuple):
+  """A point of the search: θ (d,), r = φθ (A, X), s = Zθ (n,), and r's largest and
+  smallest entry at each prompt, hi and lo (X,)."""
+  theta: chex.Array
+  r: chex.Array
+  s: chex.Array
+  hi: chex.Array
+  lo: chex.Array
+
+
+def _over_actions(op, r):
+  """op (maximum, minimum, add) folded over r's first axis, the actions; (A, X) -> (X,)."""
+  return {jnp.maximum: jnp.max, jnp.minimum: jnp.min, jnp.add: jnp.sum}[op](r, axis=0)
+
+
+def _refine(search: _Search, theta, config: SolverConfig):
+  """`dc_iterations` DC steps with the slope α ∇J*(θ₀) of the start θ₀ (retracted onto K),
+  then steps on F, each with the slope at its point; the end point θ and its F."""
+  p, tau = search.embed(theta), jnp.ones(())
+  dc = min(config.dc_iterations, config.iterations)
+  if dc > 0:
+    slope = search.alpha * (search.partition(p)[1] - search.cal_mean)
+    for _ in range(dc):
+      p, _, tau = _ascent_step(search, p, slope, tau, config)
   value = None
-  for dc, n in ((True, min(config.dc_iterations, config.iterations)),
-                (False, config.iterations - config.dc_iterations)):
-    if n > 0:
-      s = slope if dc else None
-      ranked = _ranked(problem, s)
-      step = lambda c, _, s=s, ranked=ranked: (_ascent_step(problem, *c, config, s, ranked),
-                                               None)
-      p, value = jax.lax.scan(step, (p, ranked(p)), None, length=n)[0]
-  return p, (problem.value(p) if config.iterations <= config.dc_iterations else value)
+  for _ in range(config.iterations - dc):
+    lse, grad = search.partition(p)
+    p, value, tau = _ascent_step(search, p, search.alpha * (grad - search.cal_mean), tau, config,
+                                 search.value(p.theta, p.s, lse))
+  if value is None:
+    value = search.value(p.theta, p.s, search.partition(p)[0])
+  return p.theta, value
 
 
-def _ranked(problem: LinearProblem, slope=None):
-  """F, or the DC minorant M(θ) = ℓ(θ) + slopeᵀθ (up to a constant)."""
-  if slope is None:
-    return problem.value
-  return lambda p: problem.log_likelihood(p) + jnp.dot(slope, p.theta)
-
-
-def _ascent_step(problem: LinearProblem, p: Point, value, config: SolverConfig, slope, ranked):
-  """One safeguarded Newton step (module docstring) from p, whose ranked value is `value`;
-  returns the next point and its value. The trial points are not stored: the best one's
-  (direction, step size, retraction factor) is kept and the point built once."""
-  mask = problem.data.mask()
+def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, value=None):
+  """One safeguarded Newton step (module docstring) from p with the linear term `slope`;
+  `value` is F at p for a step on F (trial points ranked by F), None for a DC step (ranked by
+  M = ℓ + slopeᵀθ). The step sizes tried are τ·shrink^i, i < `line_search`. Returns the next
+  point, its ranked value and the next τ: one `shrink` above the size taken (at most 1), or
+  shrink^line_search below τ when no trial improved. A trial point costs one pass over
+  r + size·φΔ for its hi/lo (the retraction) and, on F, one of |X|·A exponentials."""
+  dc = value is None
+  z, mask = search.z, search.mask
   sig = jax.nn.sigmoid(-p.s)                                   # σ(−θᵀz)
-  z = problem.data.z
-  g = z.T @ (mask * sig) + (problem.slope(p) if slope is None else slope)
+  g = z.T @ (mask * sig) + slope
   w = mask * sig * (1.0 - sig)
   lap = (z * w[:, None]).T @ z                                 # −∇²ℓ, (d, d)
   diag = jnp.diag(lap)
   ridge = 1e-6 * (1.0 + jnp.max(diag))
   free = jnp.ones_like(g, dtype=bool)
   directions = [truncated_cg(lambda v: lap @ v, g, free, ridge, diag, config.cg_iterations)]
-  if slope is None or config.dc_gradient:
+  if not dc or config.dc_gradient:
     directions.append(g)
-  normal, h = problem.face(p)
-  on_boundary = h >= 1.0 - 1e-4
-  best = (value, jnp.zeros((), jnp.int32), jnp.zeros(()), jnp.ones(()))
+  width = p.hi - p.lo                   # the face of K active at p: its widest prompt x*
+  x = jnp.argmax(width)
+  normal = search.phi[jnp.argmax(p.r[:, x]), x] - search.phi[jnp.argmin(p.r[:, x]), x]
+  on_boundary = width[x] >= (1.0 - 1e-4) * search.r_max
+  if dc:
+    value = search.log_likelihood(p.s) + jnp.dot(slope, p.theta)
   steps = []
+  trials = [(value, 0, jnp.zeros(()), jnp.ones(()), p.hi, p.lo,
+             tau * config.shrink ** config.line_search)]
   for k, delta in enumerate(directions):
     out = jnp.maximum(jnp.dot(delta, normal), 0.0) / jnp.maximum(jnp.dot(normal, normal), 1e-30)
     delta = jnp.where(on_boundary, delta - out * normal, delta)
-    e = problem.embed(delta)
+    e = (delta, rewards(delta, search.phi), z @ delta)
     if k > 0:                      # the gradient, scaled so that its rewards span r_max
-      h = problem.gauge(e.r)
-      e = e.scaled(jnp.where(h > 0, 1.0 / jnp.where(h > 0, h, 1.0), 0.0))
+      h = jnp.max(_over_actions(jnp.maximum, e[1]) - _over_actions(jnp.minimum, e[1]))
+      e = tuple(jnp.where(h > 0, search.r_max / jnp.where(h > 0, h, 1.0), 0.0) * a for a in e)
     steps.append(e)
     for i in range(config.line_search):
-      size = config.shrink ** i
-      c = 1.0 / jnp.maximum(1.0, problem.gauge(p.r + size * e.r))
-      v = ranked(p.plus(size, e).scaled(c))
-      better = jnp.isfinite(v) & (v > best[0])
-      best = jax.tree.map(lambda new, old: jnp.where(better, new, old), (v, k, size, c), best)
-  v, k, size, c = best
-  e = steps[0] if len(steps) == 1 else jax.tree.map(lambda *a: jnp.where(k == 0, *a), *steps)
-  return p.plus(size, e).scaled(c), v
+      size = tau * config.shrink ** i
+      r = p.r + size * e[1]
+      hi, lo = jax.lax.optimization_barrier((_over_actions(jnp.maximum, r), _over_actions(jnp.minimum, r)))
+      c = 1.0 / jnp.maximum(1.0, jnp.max(hi - lo) / search.r_max)
+      theta, s = c * (p.theta + size * e[0]), c * (p.s + size * e[2])
+      if dc:
+        v = search.log_likelihood(s) + jnp.dot(slope, theta)
+      else:
+        total = _over_actions(jnp.add, jnp.exp(search.log_ref + c * (r - hi) / search.beta))
+        v = search.value(theta, s, jnp.dot(search.rho, c * hi + search.beta * jnp.log(total)))
+      trials.append((jnp.where(jnp.isfinite(v), v, -jnp.inf), k, size, c, hi, lo,
+                     jnp.minimum(1.0, size / config.shrink)))
+  v, k, size, c, hi, lo, taus = (jnp.stack([jnp.asarray(t[i]) for t in trials])
+                                 for i in range(7))
+  j = jnp.argmax(v)
+  e = steps[0] if len(steps) == 1 else tuple(
+      jnp.where(k[j] == 0, a, b) for a, b in zip(*steps))
+  size, c = size[j], c[j]
+  return _Point(c * (p.theta + size * e[0]), c * (p.r + size * e[1]), c * (p.s + size * e[2]),
+                c * hi[j], c * lo[j]), v[j], taus[j]

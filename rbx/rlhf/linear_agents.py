@@ -22,7 +22,9 @@ agent               a1 ~         a2 ~         π_cal           α
 
 θ is shared, so every scheme re-solves one d-dimensional problem a step (not |X| of A
 dimensions): O(starts × iterations × (|X|·A·d + T·d²)) whatever t is (`rbx.rlhf.linear`).
-π^(1) = π_ref (θ = 0). β > 0.
+A step adds one comparison, so the optimum moves little: each step refines again the previous
+step's distinct end points (`starts` − 1 of them, carried in the state) and one new candidate
+(`rbx.rlhf.linear.search_linear`). π^(1) = π_ref (θ = 0). β > 0.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ from rbx import _checks, schedules
 from rbx.core.protocol import Agent
 from rbx.rlhf.env import Prompt, Query
 from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
-                             solve_linear)
+                             search_linear)
 from rbx.rlhf.solver import SolverConfig
 
 
@@ -48,12 +50,15 @@ class LinearState(NamedTuple):
     data: the comparisons so far (`LinearData`, capacity T).
     log_pi: log π^(t) = log π_{r_θ}, (X, A).
     t: the iteration t about to run, starting at 1; int32 scalar.
+    basins: the previous step's distinct search end points, best first (θ^(t) the first),
+      (m, d) with m = max(1, starts − 1): the next step's warm starts (`rbx.rlhf.linear.search_linear`).
   """
   theta: chex.Array
   theta_prev: chex.Array
   data: LinearData
   log_pi: chex.Array
   t: chex.Array
+  basins: chex.Array
 
 
 def algorithm1(alpha: schedules.Schedule | float = 1.0,
@@ -110,7 +115,8 @@ def _make(name, alpha, source1, source2, calibration, pi_cal, solver):
     theta = jnp.zeros(d, task.features.dtype)
     return LinearState(theta=theta, theta_prev=theta,
                        data=LinearData(jnp.zeros((horizon, d)), jnp.zeros((), jnp.int32)),
-                       log_pi=log_policy(theta, task), t=jnp.ones((), jnp.int32))
+                       log_pi=log_policy(theta, task), t=jnp.ones((), jnp.int32),
+                       basins=jnp.zeros((_carried(solver), d), task.features.dtype))
 
   def act(key, state: LinearState, obs: Prompt, task):
     k1, k2 = jax.random.split(key)
@@ -130,11 +136,18 @@ def _make(name, alpha, source1, source2, calibration, pi_cal, solver):
     cal_mean = feature_mean(task.rho[:, None] * cal, task.features)
     problem = LinearProblem(task.features, jnp.log(task.pi_ref), task.rho, task.beta,
                             schedule(state.t), task.r_max, data, cal_mean)
-    theta = solve_linear(problem, state.theta, solver)
-    return LinearState(theta=theta, theta_prev=state.theta, data=data,
-                       log_pi=log_policy(theta, task), t=state.t + 1)
+    ends = search_linear(problem, state.basins, solver)
+    return LinearState(theta=ends[0], theta_prev=state.theta, data=data,
+                       log_pi=log_policy(ends[0], task), t=state.t + 1,
+                       basins=ends[:_carried(solver)])
 
   return Agent(name, init, act, update)
+
+
+def _carried(solver: SolverConfig) -> int:
+  """How many of a step's end points the next step refines again: all starts but one, which
+  goes to the best new candidate by F (`rbx.rlhf.linear.search_linear`)."""
+  return max(1, solver.starts - 1)
 
 
 def _at(task, x):

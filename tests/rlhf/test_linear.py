@@ -71,6 +71,25 @@ def test_one_hot_features_are_the_tabular_problem():
                                rlhf.optimal_policy(r, pi_ref, beta), atol=2e-2)
 
 
+def test_the_search_keeps_its_warm_starts_and_returns_distinct_points_best_first():
+  """The agents' tracking step: every warm start is refined (the result is no worse than the
+  best of them, in K), end points come best first by F, and a repeated warm start does not
+  take a start (the first two end points differ)."""
+  problem, _ = _problem(jax.random.key(4), 20, 5, 6, 8, alpha=2.0)
+  warm = jax.random.normal(jax.random.key(5), (3, 6))
+  warm = warm.at[2].set(warm[0])                                 # a repeat: its start goes
+  search = jax.jit(lambda p, w: linear.search_linear(p, w, linear.LINEAR_SOLVER))
+  ends = search(problem, warm)
+  F = jax.vmap(lambda t: problem.value(problem.embed(t)))
+  inside = lambda t: t / jnp.maximum(1.0, problem.gauge(problem.features @ t))
+  assert ends.shape == (linear.LINEAR_SOLVER.starts, 6)
+  assert float(F(ends)[0]) >= float(jnp.max(F(jax.vmap(inside)(warm)))) - 1e-5
+  values = np.asarray(F(ends))
+  assert values[0] >= values.max() - 1e-3 and values[1] >= values[2:].max() - 1e-3, values
+  assert float(jnp.max(jnp.abs(ends[0] - ends[1]))) > 1e-4
+  assert all(float(problem.gauge(problem.features @ t)) <= 1.0 + 1e-5 for t in ends)
+
+
 @pytest.mark.slow
 def test_the_linear_agents_learn_across_prompts():
   """|X| = 200 prompts, T = 60: the tabular greedy agent (one bandit per prompt) cannot
