@@ -13,7 +13,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 
@@ -71,39 +70,6 @@ def test_readme_figure_command_runs(tmp_path):
   assert out.returncode == 0, out.stderr[-2000:]
   assert (tmp_path / "fig.png").stat().st_size > 10_000
   assert (ROOT / "docs" / "images" / "example2.png").is_file()
-
-
-@pytest.fixture(scope="module")
-def demo_default():
-  """`rbx demo` at its default sizes, run once for both tests: (printed lines, results)."""
-  from rbx import demo
-  lines = []
-  return lines, demo.run(echo=lines.append, progress=False)
-
-
-@pytest.mark.slow
-def test_readme_demo_command_prints_the_documented_table(demo_default):
-  # `rbx demo` is demo.run at its defaults (test_cli checks the command's wiring)
-  printed = "\n".join(demo_default[0])
-  documented = _blocks((ROOT / "docs" / "reproducibility.md").read_text(), "")[0]
-  rows = lambda text: {tuple(l.split()[:2]): l.split()[2:] for l in text.splitlines()
-                       if l.split()[:1] in (["example1"], ["example2"])}
-  got, want = rows(printed), rows(documented)
-  assert got.keys() == want.keys()
-  for key, fields in want.items():
-    # the mean to 10% (float32 rounding can flip a near-tied seed), the stuck fraction to 3 points
-    assert float(got[key][0]) == pytest.approx(float(fields[0]), rel=0.1, abs=1.0), key
-    assert abs(int(got[key][3].rstrip("%")) - int(fields[3].rstrip("%"))) <= 3, key
-
-
-@pytest.mark.slow
-def test_readme_demo_reports_the_standard_deviation_with_ddof_1_like_the_report(demo_default):
-  lines, res = demo_default
-  assert "ddof = 1" in lines[0]
-  final = res["example1"].sel(agent="vpo").final()
-  row = next(l for l in lines if l.startswith("example1   vpo"))
-  assert f"± {final.std(ddof=1):.1f}" in row and f"{final.mean():.1f}" in row
-  assert res["example1"].summary()[1]["std"] == pytest.approx(np.std(final, ddof=1))
 
 
 @pytest.mark.slow

@@ -38,18 +38,6 @@ def test_proposition2_xpo_stays_suboptimal():
   assert np.all(stuck >= 1 / 64), stuck
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("example,failing", [("example1", "vpo"), ("example2", "xpo")])
-def test_algorithm1_beats_the_failing_scheme_at_equal_alpha(example, failing):
-  from rbx import demo
-  env = demo.EXAMPLES[example]()
-  res = rlhf.sweep(lambda agent: (env, rlhf.get(agent, alpha=demo.ALPHA)),
-                   {"agent": ["algorithm1", failing]}, seeds=64, steps=demo.STEPS)
-  final = res.final()
-  m, s = final.mean(-1), final.std(-1) / np.sqrt(final.shape[-1])
-  assert m[0] + 2 * s[0] < m[1] - 2 * s[1], (m, s)
-
-
 def test_greedy_and_selm_run_and_policies_start_at_pi_ref():
   env = rlhf.example1()
   tiny = rlhf.SolverConfig(iterations=2, dc_iterations=1, starts=2, line_search=2, keep=2)
