@@ -6,9 +6,8 @@ import tempfile
 # The tests import the shared helpers beside them (tests/helpers.py).
 sys.path.insert(0, os.path.dirname(__file__))
 
-# One persistent XLA compilation cache for the session, its pytest-xdist workers (pyproject's
-# `-n auto`: one per core), subprocesses and notebook kernels (they inherit the environment;
-# set before JAX is imported): a program that several tests
+# One persistent XLA compilation cache for the session, its subprocesses and notebook kernels
+# (they inherit the environment; set before JAX is imported): a program that several tests
 # rebuild (selm and xpo, the same sweep in two tests, a documented command) compiles once.
 # A cache directory the user set is kept; ours is removed at the end.
 _OWN_CACHE = None
@@ -31,16 +30,3 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 def pytest_sessionfinish(session, exitstatus):
   if _OWN_CACHE is not None:
     shutil.rmtree(_OWN_CACHE, ignore_errors=True)
-
-
-# The longest files first, so that pytest-xdist's two workers (whole files each, `--dist
-# loadfile`, handed out in collection order) do not end with one long file running alone:
-# the slowest files by `--durations` (notebooks, docs examples, Algorithm 1's trajectories).
-_LONGEST_FIRST = ("test_notebooks.py", "test_readme.py", "test_agents.py", "test_neural_agents.py",
-                  "test_reproduction_sections.py", "test_solver.py", "test_sharding.py",
-                  "test_practical.py", "test_demo.py")
-
-
-def pytest_collection_modifyitems(items):
-  rank = {name: k for k, name in enumerate(_LONGEST_FIRST)}
-  items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
