@@ -38,8 +38,9 @@ points are refined again, and one new candidate. Along the agents' trajectories 
 further below a thorough solve (16 starts, 12 iterations) than the settings before it (4
 starts, 3 DC steps and 3 on F, from the centre, the warm start and 2 rays), in 42 products
 with φ and 61 passes of exponentials a step against 55 and 66; with 6 steps on F about 2.7×
-closer (`benchmarks/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a start far from its basin's maximum; a tracked start is
-near one, and there they spend iterations without F's slope.
+closer (`benchmarks/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a start far
+from its basin's maximum; a tracked start is near one, and there they spend iterations
+without F's slope.
 
 **Cost.** The search keeps φ with the actions first, (A, X, d), so that every reduction over a
 prompt's A rewards (max, min, Σ) is a reduction over the leading axis, vectorised over the
@@ -225,8 +226,8 @@ def _candidates(problem: LinearProblem, config: SolverConfig):
 
 class _Search(NamedTuple):
   """The instance in the search's layout: actions first (φ (A, X, d), log π_ref (A, X)), so
-  that a reduction over a prompt's A rewards is A − 1 elementwise operations on vectors over
-  the prompts (XLA on CPU vectorises those, not a reduction over a short minor axis)."""
+  that a reduction over a prompt's A rewards runs over the leading axis, vectorised over the
+  prompts (XLA on CPU does not vectorise a reduction over a short minor axis)."""
   phi: chex.Array
   log_ref: chex.Array
   rho: chex.Array
@@ -245,7 +246,7 @@ class _Search(NamedTuple):
   def embed(self, theta) -> _Point:
     """θ as a `_Point` (one product with φ, one with Z, one pass over r), retracted onto K."""
     r = rewards(theta, self.phi)
-    hi, lo = _over_actions(jnp.maximum, r), _over_actions(jnp.minimum, r)
+    hi, lo = jnp.max(r, axis=0), jnp.min(r, axis=0)
     c = 1.0 / jnp.maximum(1.0, jnp.max(hi - lo) / self.r_max)
     return _Point(c * theta, c * r, c * (self.z @ theta), c * hi, c * lo)
 
@@ -256,7 +257,7 @@ class _Search(NamedTuple):
     """L(θ) = Σ_x ρ(x) β log Σ_a π_ref(a|x) e^{r(x, a)/β} (J*'s convex part) and its
     gradient Σ_x ρ(x) φ(x)ᵀ π_θ(x), (d,): one pass of |X|·A exponentials, one product."""
     w = jnp.exp(self.log_ref + (p.r - p.hi) / self.beta)
-    total = _over_actions(jnp.add, w)
+    total = jnp.sum(w, axis=0)
     lse = jnp.dot(self.rho, p.hi + self.beta * jnp.log(total))
     return lse, feature_mean(w * (self.rho / total), self.phi)
 
@@ -273,11 +274,6 @@ class _Point(NamedTuple):
   s: chex.Array
   hi: chex.Array
   lo: chex.Array
-
-
-def _over_actions(op, r):
-  """op (maximum, minimum, add) folded over r's first axis, the actions; (A, X) -> (X,)."""
-  return {jnp.maximum: jnp.max, jnp.minimum: jnp.min, jnp.add: jnp.sum}[op](r, axis=0)
 
 
 def _refine(search: _Search, theta, config: SolverConfig):
@@ -332,19 +328,21 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
     delta = jnp.where(on_boundary, delta - out * normal, delta)
     e = (delta, rewards(delta, search.phi), z @ delta)
     if k > 0:                      # the gradient, scaled so that its rewards span r_max
-      h = jnp.max(_over_actions(jnp.maximum, e[1]) - _over_actions(jnp.minimum, e[1]))
+      h = jnp.max(jnp.max(e[1], axis=0) - jnp.min(e[1], axis=0))
       e = tuple(jnp.where(h > 0, search.r_max / jnp.where(h > 0, h, 1.0), 0.0) * a for a in e)
     steps.append(e)
     for i in range(config.line_search):
       size = tau * config.shrink ** i
       r = p.r + size * e[1]
-      hi, lo = jax.lax.optimization_barrier((_over_actions(jnp.maximum, r), _over_actions(jnp.minimum, r)))
+      # computed once: without the barrier XLA fuses them into each consumer, several passes
+      # once: without the barrier XLA fuses these reductions into each of their consumers
+      hi, lo = jax.lax.optimization_barrier((jnp.max(r, axis=0), jnp.min(r, axis=0)))
       c = 1.0 / jnp.maximum(1.0, jnp.max(hi - lo) / search.r_max)
       theta, s = c * (p.theta + size * e[0]), c * (p.s + size * e[2])
       if dc:
         v = search.log_likelihood(s) + jnp.dot(slope, theta)
       else:
-        total = _over_actions(jnp.add, jnp.exp(search.log_ref + c * (r - hi) / search.beta))
+        total = jnp.sum(jnp.exp(search.log_ref + c * (r - hi) / search.beta), axis=0)
         v = search.value(theta, s, jnp.dot(search.rho, c * hi + search.beta * jnp.log(total)))
       trials.append((jnp.where(jnp.isfinite(v), v, -jnp.inf), k, size, c, hi, lo,
                      jnp.minimum(1.0, size / config.shrink)))

@@ -37,8 +37,14 @@ import jax.numpy as jnp
 from rbx import _checks, schedules
 from rbx.core.protocol import Agent
 from rbx.rlhf.env import Prompt, Query
-from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
-                             search_linear)
+from rbx.rlhf.linear import (
+  LINEAR_SOLVER,
+  LinearData,
+  LinearProblem,
+  feature_mean,
+  rewards,
+  search_linear,
+)
 from rbx.rlhf.solver import SolverConfig
 
 
@@ -51,7 +57,8 @@ class LinearState(NamedTuple):
     log_pi: log π^(t) = log π_{r_θ}, (X, A).
     t: the iteration t about to run, starting at 1; int32 scalar.
     basins: the previous step's distinct search end points, best first (θ^(t) the first),
-      (m, d) with m = max(1, starts − 1): the next step's warm starts (`rbx.rlhf.linear.search_linear`).
+      (m, d) with m = max(1, starts − 1): the next step's warm starts
+      (`rbx.rlhf.linear.search_linear`).
   """
   theta: chex.Array
   theta_prev: chex.Array
