@@ -21,7 +21,7 @@ script reports the passes with |X|·A exponentials per seed ("exp passes": the n
 per start its slope before DC steps and per F iteration its slope and F at `line_search` × 2
 trial points). The candidate rays' F depend on the task alone: one seed batch sharing the task
 computes them once (not counted). These counts are this tree's method; a `--baseline`
-revision's rows repeat them.
+revision's rows leave them out (its method may differ).
 """
 from __future__ import annotations
 
@@ -117,9 +117,10 @@ def main(argv=None):
         sps = res.timing["seed_steps_per_second"]
         first = first or sps
         achieved = sps * flops
-        print(f"| {X} | {name} | {version} | {sps:.1f} | {first / sps:.2f} | "
-              f"{flops / 1e6:.1f} | {passes} | {exps} | {achieved / 1e9:.2f} | "
-              f"{achieved / rate:.3f} | {res.timing['compile_seconds']:.0f} |", flush=True)
+        cost = (f"{flops / 1e6:.1f} | {passes} | {exps} | {achieved / 1e9:.2f} | "
+                f"{achieved / rate:.3f}") if version == "this tree" else "— | — | — | — | —"
+        print(f"| {X} | {name} | {version} | {sps:.1f} | {first / sps:.2f} | {cost} | "
+              f"{res.timing['compile_seconds']:.0f} |", flush=True)
   print(f"matmul rate again: {matmul_rate() / 1e9:.1f} GFlop/s")
 
 
