@@ -37,14 +37,8 @@ import jax.numpy as jnp
 from rbx import _checks, schedules
 from rbx.core.protocol import Agent
 from rbx.rlhf.env import Prompt, Query
-from rbx.rlhf.linear import (
-  LINEAR_SOLVER,
-  LinearData,
-  LinearProblem,
-  feature_mean,
-  rewards,
-  search_linear,
-)
+from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
+                             search_linear)
 from rbx.rlhf.solver import SolverConfig
 
 
@@ -52,20 +46,24 @@ class LinearState(NamedTuple):
   """State carried between steps. Shapes: X prompts, A actions, d features, T steps.
 
   Attributes:
-    theta: θ^(t), (d,). theta_prev: θ^(t−1), (d,) (Algorithm 1 samples a1 from π_{θ^(t−1)}).
+    theta_prev: θ^(t−1), (d,) (Algorithm 1 samples a1 from π_{θ^(t−1)}).
     data: the comparisons so far (`LinearData`, capacity T).
     log_pi: log π^(t) = log π_{r_θ}, (X, A).
     t: the iteration t about to run, starting at 1; int32 scalar.
-    basins: the previous step's distinct search end points, best first (θ^(t) the first),
-      (m, d) with m = max(1, starts − 1): the next step's warm starts
+    basins: the previous step's distinct search end points, best first (θ^(t) = `theta`
+      the first), (m, d) with m = max(1, starts − 1): the next step's warm starts
       (`rbx.rlhf.linear.search_linear`).
   """
-  theta: chex.Array
   theta_prev: chex.Array
   data: LinearData
   log_pi: chex.Array
   t: chex.Array
   basins: chex.Array
+
+  @property
+  def theta(self) -> chex.Array:
+    """θ^(t), (d,): the best end point of the last search."""
+    return self.basins[0]
 
 
 def algorithm1(alpha: schedules.Schedule | float = 1.0,
@@ -120,7 +118,7 @@ def _make(name, alpha, source1, source2, calibration, pi_cal, solver):
       _checks.positive("beta", task.beta)
     d = task.features.shape[-1]
     theta = jnp.zeros(d, task.features.dtype)
-    return LinearState(theta=theta, theta_prev=theta,
+    return LinearState(theta_prev=theta,
                        data=LinearData(jnp.zeros((horizon, d)), jnp.zeros((), jnp.int32)),
                        log_pi=log_policy(theta, task), t=jnp.ones((), jnp.int32),
                        basins=jnp.zeros((_carried(solver), d), task.features.dtype))
@@ -144,7 +142,7 @@ def _make(name, alpha, source1, source2, calibration, pi_cal, solver):
     problem = LinearProblem(task.features, jnp.log(task.pi_ref), task.rho, task.beta,
                             schedule(state.t), task.r_max, data, cal_mean)
     ends = search_linear(problem, state.basins, solver)
-    return LinearState(theta=ends[0], theta_prev=state.theta, data=data,
+    return LinearState(theta_prev=state.theta, data=data,
                        log_pi=log_policy(ends[0], task), t=state.t + 1,
                        basins=ends[:_carried(solver)])
 
