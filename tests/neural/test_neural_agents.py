@@ -9,9 +9,10 @@ from helpers import jit_play, observe, play, toy_data
 from rbx import neural
 from rbx.neural import network
 
-# T = 800 rounds: every agent's second half is already under 0.5× its first (0.12–0.36) and its
-# total under a third of random play's (PC 0.29, slowest to settle; the others ≤ 0.04); at
-# T = 2,000 the fixture was most of this file's time.
+# T = 800 rounds: this fixture gave, when written (2026-12-03), second half / first half
+# 0.12–0.36 per agent and total / random play's 0.29 for PC (slowest to settle), ≤ 0.04 for the
+# others; PC's 0.29 is why the bound is a third, not the quarter used at T = 2,000 (then most
+# of this file's time).
 T = 800
 ENV = neural.synthetic("linear", dim=5, num_arms=4, noise=0.1, seed=0)
 VARIANTS = {
