@@ -253,11 +253,11 @@ class _Search(NamedTuple):
     r, hi = c * r, c * hi
     return _Point(c * theta, r, c * (self.z @ theta), hi, c * lo, self.total(r, hi))
 
-  def total(self, r, hi):
-    """Σ_a π_ref(a|x) e^{(r(x, a) − hi(x))/β}, (X,): one pass of |X|·A exponentials, written
+  def total(self, r, hi, c=1.0):
+    """Σ_a π_ref(a|x) e^{c (r(x, a) − hi(x))/β}, (X,): one pass of |X|·A exponentials, written
     as a sum of A rows (XLA on CPU fuses it into one loop; its reduce over a short leading
     axis runs about 2× slower, and an exponential of the whole (A, X) is materialised)."""
-    return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + (r[a] - hi) / self.beta)
+    return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + c * (r[a] - hi) / self.beta)
                                       for a in range(r.shape[0])])
 
   def slope(self, p: _Point):
@@ -360,7 +360,7 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
       if dc:
         v, total = search.log_likelihood(s) + jnp.dot(slope, theta), p.total
       else:
-        total = search.total(c * r, c * hi)
+        total = search.total(r, hi, c)
         v = search.value(theta, s, c * hi, total)
       trials.append((jnp.where(jnp.isfinite(v), v, -jnp.inf), k, size, c, hi, lo, total,
                      jnp.minimum(1.0, size / config.shrink)))
