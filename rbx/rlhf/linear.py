@@ -370,5 +370,6 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
   e = steps[0] if len(steps) == 1 else tuple(
       jnp.where(k[j] == 0, a, b) for a, b in zip(*steps))
   size, c = size[j], c[j]
-  return _Point(c * (p.theta + size * e[0]), c * (p.r + size * e[1]), c * (p.s + size * e[2]),
+  theta = c * (p.theta + size * e[0])
+  return _Point(theta, rewards(theta, search.phi), c * (p.s + size * e[2]),
                 c * hi[j], c * lo[j], total[j]), v[j], taus[j]
