@@ -36,29 +36,34 @@ The agents' default `LINEAR_SOLVER` (4 starts, 3 steps on F, no DC steps) tracks
 across rounds (one comparison a round moves it little): the previous round's 3 distinct end
 points are refined again, and one new candidate. Along the agents' trajectories it ends no
 further below a thorough solve (16 starts, 12 iterations) than the settings before it (4
-starts, 3 DC steps and 3 on F, from the centre, the warm start and 2 rays), in 42 products
-with φ and 61 passes of exponentials a step against 55 and 66; with 6 steps on F about 2.7×
-closer (`benchmarks/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a start far
-from its basin's maximum; a tracked start is near one, and there they spend iterations
-without F's slope.
+starts, 3 DC steps and 3 on F, from the centre, the warm start and 2 rays); with 6 steps on F
+about 2.7× closer (`benchmarks/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a
+start far from its basin's maximum; a tracked start is near one, and there they spend
+iterations without F's slope.
 
 **Cost.** The search keeps φ with the actions first, (A, X, d), so that every reduction over a
-prompt's A rewards (max, min, Σ) is a reduction over the leading axis, vectorised over the
-prompts. A point carries r = φθ (A, X), s = Zθ (n,) and r's largest and smallest entry at
-each prompt (X,) — the retraction and the log-sum-exp's shift — with it; r and s are linear
-in θ, so a direction's trial points cost one product φΔ (|X|·A·d) and ZΔ (n·d), and a trial
-point one pass over r + size·φΔ (its gauge and shift) and, on F, one of |X|·A exponentials.
-The slope ∇J* and F at a point come from one pass of exponentials and one product with φᵀ.
-A step on F costs 3 products with φ or φᵀ, 1 + 2·`line_search` exponential passes and the
-d × d Laplacian Zᵀ diag(σσ′) Z (n·d²): O(starts × iterations × (|X|·A·d + n·d²)). The rays'
-rewards, gauges and log-sum-exps depend on the task alone (φ, π_ref, ρ, β, r_max), so a
-vmapped batch of seeds sharing the task computes them once (at compile time when the task is
-a constant); only their ℓ and linear terms are per seed. The data enter through their feature
-differences z (a buffer of fixed capacity, `LinearData`): ℓ with linear rewards has no exact
-fixed-size statistic (counts per (x, a, b) are |X|·A² ≫ T at |X| = 10,000, and a quadratic
-(Laplace) summary is exact only for Gaussian likelihoods), so ℓ here is exact and n = T, the
-run's horizon, known at `init`; its cost is O(T·d) ≤ O(|X|·A·d) whenever T ≤ |X|·A, and
-does not grow with t (unused slots are masked).
+prompt's A rewards is over the leading axis, vectorised over the prompts. A point carries
+r = φθ (A, X), s = Zθ (n,), r's largest and smallest entry at each prompt (X,) — the
+retraction and the log-sum-exp's shift — and the log-sum-exp's sum Σ_a π_ref e^{(r − max)/β}
+(X,). r and s are linear in θ, so a direction's trial points cost one product φΔ (|X|·A·d)
+and ZΔ (n·d), and a trial point one pass over r + size·φΔ (its max and min, one variadic
+reduction) and, on F, one of |X|·A exponentials, whose sum the point keeps if it is taken: the
+slope ∇J* at a point is then one pass of exponentials and one product with φᵀ, and F needs no
+pass. A step on F costs 4 products with φ or φᵀ (the slope, the two directions, and the kept
+point's r = φθ, recomputed: one product reads φ once for all the points of a batch, where
+selecting and adding the kept direction reads three (A, X) arrays per point),
+1 + 2·`line_search` exponential passes and the d × d Laplacian Zᵀ diag(σσ′) Z (n·d²):
+O(starts × iterations × (|X|·A·d + n·d²)). Sums over a prompt's A actions are written as A
+elementwise sums, not a reduction: on CPU, XLA 0.10 hands a reduction to YNNPACK, which ran
+them about 2× slower than the one fused loop the sums become (benchmarks/README.md,
+linear_throughput.py). The rays' rewards, gauges and log-sum-exps depend on the task alone
+(φ, π_ref, ρ, β, r_max), so a vmapped batch of seeds sharing the task computes them once (at
+compile time when the task is a constant); only their ℓ and linear terms are per seed. The data
+enter through their feature differences z (a buffer of fixed capacity, `LinearData`): ℓ with
+linear rewards has no exact fixed-size statistic (counts per (x, a, b) are |X|·A² ≫ T at
+|X| = 10,000, and a quadratic (Laplace) summary is exact only for Gaussian likelihoods), so ℓ
+here is exact and n = T, the run's horizon, known at `init`; its cost is O(T·d) ≤ O(|X|·A·d)
+whenever T ≤ |X|·A, and does not grow with t (unused slots are masked).
 
 β > 0 (the contextual environments' β); at β = 0 use the tabular agents.
 """
@@ -254,9 +259,10 @@ class _Search(NamedTuple):
     return _Point(c * theta, r, c * (self.z @ theta), hi, c * lo, self.total(r, hi))
 
   def total(self, r, hi, c=1.0):
-    """Σ_a π_ref(a|x) e^{c (r(x, a) − hi(x))/β}, (X,): one pass of |X|·A exponentials, written
-    as a sum of A rows (XLA on CPU fuses it into one loop; its reduce over a short leading
-    axis runs about 2× slower, and an exponential of the whole (A, X) is materialised)."""
+    """Σ_a π_ref(a|x) e^{c (r(x, a) − hi(x))/β}, (X,), the log-sum-exp's sum at c·r (c: a
+    retraction's factor): one pass of |X|·A exponentials. Written as a sum of A rows, which
+    XLA on CPU fuses with the exponentials into one loop; as a reduction over the leading axis
+    it went to YNNPACK, about 2× slower (module docstring)."""
     return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + c * (r[a] - hi) / self.beta)
                                       for a in range(r.shape[0])])
 
@@ -271,7 +277,9 @@ class _Search(NamedTuple):
 
   def value(self, theta, s, hi, total):
     """F = ℓ + α (L − cal_meanᵀθ), L = Σ_x ρ(x) (hi(x) + β log total(x))."""
-    lse = jnp.sum(self.rho * (hi + self.beta * jnp.log(total)))     # not a dot: see `total`
+    # a sum, not jnp.dot: vmapped, XLA transposed the dot's (points, X) operand (a step 1.8×
+    # slower)
+    lse = jnp.sum(self.rho * (hi + self.beta * jnp.log(total)))
     return self.log_likelihood(s) + self.alpha * (lse - jnp.dot(self.cal_mean, theta))
 
 
@@ -288,8 +296,8 @@ class _Point(NamedTuple):
 
 
 def _extremes(r):
-  """(max, min) over the leading (actions) axis of r (A, X): one reduction, one pass over r.
-  Computed once: without the barrier XLA fuses them into each of their consumers, recomputing
+  """(max, min) over the leading (actions) axis of r (A, X): one (variadic) reduction, one
+  pass over r. Computed once: without the barrier XLA fuses them into each of their consumers, recomputing
   them there (several passes)."""
   return jax.lax.optimization_barrier(jax.lax.reduce(
       (r, r), (jnp.array(-jnp.inf, r.dtype), jnp.array(jnp.inf, r.dtype)),
