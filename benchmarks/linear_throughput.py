@@ -14,14 +14,16 @@ tree's, in the same process, and prints the speed-up: the fair comparison on a l
 Flops per step, from the method (`rbx.rlhf.linear`'s "Cost"): a pass over φ (a product
 φθ or φᵀv) is 2·|X|·A·d flops, a pass over the data buffer 2·T·d, the Laplacian 2·T·d².
 A step makes 1 (π_cal's mean) + 1 (the new policy) passes over φ, and per refined start 1
-(its embedding) + 1 (its slope, if it takes DC steps) + 1 per DC iteration (the Newton
-direction) + 3 per F iteration (the slope, the Newton direction and the gradient), as many
-passes over Z, and one Laplacian per iteration. Elementwise work is not counted as flops; the
-script reports the passes with |X|·A exponentials per seed ("exp passes": the new policy, and
-per start its slope before DC steps and per F iteration its slope and F at `line_search` × 2
-trial points). The candidate rays' F depend on the task alone: one seed batch sharing the task
-computes them once (not counted). These counts are this tree's method; a `--baseline`
-revision's rows leave them out (its method may differ).
+(its embedding) + 1 (its slope, if it takes DC steps) + 2 per DC iteration (the Newton
+direction, the kept point's rewards) + 4 per F iteration (the slope, the Newton direction, the
+gradient and the kept point's rewards), as many passes over Z (counted so; the kept point's
+Zθ is one fewer, of T·d), and one Laplacian per iteration. Elementwise work is not counted as
+flops; the script reports the passes with |X|·A exponentials per seed ("exp passes": the new
+policy, and per start its embedding, its slope before DC steps and its sum after them, and per
+F iteration its slope and F at `line_search` × 2 trial points). The candidate rays' F depend
+on the task alone: one seed batch sharing the task computes them once (not counted). These
+counts are this tree's method; a `--baseline` revision's rows leave them out (its method may
+differ).
 """
 from __future__ import annotations
 
@@ -33,7 +35,6 @@ import time
 import types
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from rbx import rlhf
@@ -65,7 +66,8 @@ def baseline_agents(revision: str) -> dict:
                          check=True, capture_output=True, text=True).stdout
     module = types.ModuleType(f"rbx.rlhf._baseline_{name}")
     sys.modules[module.__name__] = module
-    exec(compile(src.replace(*replace), f"{revision}:{name}.py", "exec"), module.__dict__)
+    code = compile(src.replace(*replace), f"{revision}:{name}.py", "exec")
+    exec(code, module.__dict__)  # noqa: S102 (this repository's own source at `revision`)
     return module
 
   load("linear")
@@ -77,10 +79,10 @@ def step_cost(X: int, A: int, d: int, T: int, config=LINEAR_SOLVER):
   """(flops, passes over φ, exp passes) of one update (module docstring)."""
   dc = min(config.dc_iterations, config.iterations)
   f_steps = config.iterations - dc
-  passes = 2 + config.starts * (1 + (dc > 0) + dc + 3 * f_steps)
+  passes = 2 + config.starts * (1 + (dc > 0) + 2 * dc + 4 * f_steps)
   laplacians = config.starts * config.iterations
   flops = passes * 2 * (X * A * d + T * d) + laplacians * 2 * T * d * d
-  exps = 1 + config.starts * ((dc > 0) + f_steps * (1 + 2 * config.line_search) + (f_steps == 0))
+  exps = 1 + config.starts * (1 + 2 * (dc > 0) + f_steps * (1 + 2 * config.line_search))
   return flops, passes, exps
 
 
@@ -111,9 +113,9 @@ def main(argv=None):
     for name in args.agents:
       first = None
       for version, make in versions.items():
-        res = rlhf.sweep(lambda name=name, make=make: (env, make(name)), {}, seeds=args.seeds,
-                         steps=args.steps, seed_batch=args.seed_batch, progress=False,
-                         record="summary")
+        res = rlhf.sweep(lambda name=name, make=make, env=env: (env, make(name)), {},
+                         seeds=args.seeds, steps=args.steps, seed_batch=args.seed_batch,
+                         progress=False, record="summary")
         sps = res.timing["seed_steps_per_second"]
         first = first or sps
         achieved = sps * flops

@@ -36,34 +36,40 @@ The agents' default `LINEAR_SOLVER` (4 starts, 3 steps on F, no DC steps) tracks
 across rounds (one comparison a round moves it little): the previous round's 3 distinct end
 points are refined again, and one new candidate. Along the agents' trajectories it ends no
 further below a thorough solve (16 starts, 12 iterations) than the settings before it (4
-starts, 3 DC steps and 3 on F, from the centre, the warm start and 2 rays), in 42 products
-with φ and 61 passes of exponentials a step against 55 and 66; with 6 steps on F about 2.7×
-closer (`benchmarks/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a start far
-from its basin's maximum; a tracked start is near one, and there they spend iterations
-without F's slope.
+starts, 3 DC steps and 3 on F, from the centre, the warm start and 2 rays); with 6 steps on F
+about 2.7× closer (`benchmarks/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a
+start far from its basin's maximum; a tracked start is near one, and there they spend
+iterations without F's slope.
 
 **Cost.** The search keeps φ with the actions first, (A, X, d), so that every reduction over a
-prompt's A rewards (max, min, Σ) is a reduction over the leading axis, vectorised over the
-prompts. A point carries r = φθ (A, X), s = Zθ (n,) and r's largest and smallest entry at
-each prompt (X,) — the retraction and the log-sum-exp's shift — with it; r and s are linear
-in θ, so a direction's trial points cost one product φΔ (|X|·A·d) and ZΔ (n·d), and a trial
-point one pass over r + size·φΔ (its gauge and shift) and, on F, one of |X|·A exponentials.
-The slope ∇J* and F at a point come from one pass of exponentials and one product with φᵀ.
-A step on F costs 3 products with φ or φᵀ, 1 + 2·`line_search` exponential passes and the
-d × d Laplacian Zᵀ diag(σσ′) Z (n·d²): O(starts × iterations × (|X|·A·d + n·d²)). The rays'
-rewards, gauges and log-sum-exps depend on the task alone (φ, π_ref, ρ, β, r_max), so a
-vmapped batch of seeds sharing the task computes them once (at compile time when the task is
-a constant); only their ℓ and linear terms are per seed. The data enter through their feature
-differences z (a buffer of fixed capacity, `LinearData`): ℓ with linear rewards has no exact
-fixed-size statistic (counts per (x, a, b) are |X|·A² ≫ T at |X| = 10,000, and a quadratic
-(Laplace) summary is exact only for Gaussian likelihoods), so ℓ here is exact and n = T, the
-run's horizon, known at `init`; its cost is O(T·d) ≤ O(|X|·A·d) whenever T ≤ |X|·A, and
-does not grow with t (unused slots are masked).
+prompt's A rewards is over the leading axis, vectorised over the prompts. A point carries
+r = φθ (A, X), s = Zθ (n,), r's largest and smallest entry at each prompt (X,) — the
+retraction and the log-sum-exp's shift — and the log-sum-exp's sum Σ_a π_ref e^{(r − max)/β}
+(X,). r and s are linear in θ, so a direction's trial points cost one product φΔ (|X|·A·d)
+and ZΔ (n·d), and a trial point one pass over r + size·φΔ (its max and min, one variadic
+reduction) and, on F, one of |X|·A exponentials, whose sum the point keeps if it is taken: the
+slope ∇J* at a point is then one pass of exponentials and one product with φᵀ, and F needs no
+pass. A step on F costs 4 products with φ or φᵀ (the slope, the two directions, and the kept
+point's r = φθ, recomputed: one product reads φ once for all the points of a batch, where
+selecting and adding the kept direction reads three (A, X) arrays per point),
+1 + 2·`line_search` exponential passes and the d × d Laplacian Zᵀ diag(σσ′) Z (n·d²):
+O(starts × iterations × (|X|·A·d + n·d²)). Sums over a prompt's A actions are written as A
+elementwise sums, not a reduction: on CPU, XLA 0.10 hands a reduction to YNNPACK, which ran
+them about 2× slower than the one fused loop the sums become (benchmarks/README.md,
+linear_throughput.py). The rays' rewards, gauges and log-sum-exps depend on the task alone
+(φ, π_ref, ρ, β, r_max), so a vmapped batch of seeds sharing the task computes them once (at
+compile time when the task is a constant); only their ℓ and linear terms are per seed. The data
+enter through their feature differences z (a buffer of fixed capacity, `LinearData`): ℓ with
+linear rewards has no exact fixed-size statistic (counts per (x, a, b) are |X|·A² ≫ T at
+|X| = 10,000, and a quadratic (Laplace) summary is exact only for Gaussian likelihoods), so ℓ
+here is exact and n = T, the run's horizon, known at `init`; its cost is O(T·d) ≤ O(|X|·A·d)
+whenever T ≤ |X|·A, and does not grow with t (unused slots are masked).
 
 β > 0 (the contextual environments' β); at β = 0 use the tabular agents.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import NamedTuple
 
@@ -244,36 +250,58 @@ class _Search(NamedTuple):
                p.data.z, p.data.mask(), p.cal_mean)
 
   def embed(self, theta) -> _Point:
-    """θ as a `_Point` (one product with φ, one with Z, one pass over r), retracted onto K."""
+    """θ as a `_Point` (one product with φ, one with Z, one pass over r for its extremes, one
+    of exponentials), retracted onto K."""
     r = rewards(theta, self.phi)
-    hi, lo = jnp.max(r, axis=0), jnp.min(r, axis=0)
+    hi, lo = _extremes(r)
     c = 1.0 / jnp.maximum(1.0, jnp.max(hi - lo) / self.r_max)
-    return _Point(c * theta, c * r, c * (self.z @ theta), c * hi, c * lo)
+    r, hi = c * r, c * hi
+    return _Point(c * theta, r, c * (self.z @ theta), hi, c * lo, self.total(r, hi))
+
+  def total(self, r, hi, c=1.0):
+    """Σ_a π_ref(a|x) e^{c (r(x, a) − hi(x))/β}, (X,), the log-sum-exp's sum at c·r (c: a
+    retraction's factor): one pass of |X|·A exponentials. Written as a sum of A rows, which
+    XLA on CPU fuses with the exponentials into one loop; as a reduction over the leading axis
+    it went to YNNPACK, about 2× slower (module docstring)."""
+    return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + c * (r[a] - hi) / self.beta)
+                                      for a in range(r.shape[0])])
+
+  def slope(self, p: _Point):
+    """∇L at p, L(θ) = Σ_x ρ(x) β log Σ_a π_ref(a|x) e^{r(x, a)/β} (J*'s convex part):
+    Σ_x ρ(x) φ(x)ᵀ π_θ(x), (d,), with p's `total`: one pass of exponentials, one product."""
+    w = jnp.exp(self.log_ref + (p.r - p.hi) / self.beta) * (self.rho / p.total)
+    return feature_mean(w, self.phi)
 
   def log_likelihood(self, s):
     return jnp.sum(self.mask * jax.nn.log_sigmoid(s))
 
-  def partition(self, p: _Point):
-    """L(θ) = Σ_x ρ(x) β log Σ_a π_ref(a|x) e^{r(x, a)/β} (J*'s convex part) and its
-    gradient Σ_x ρ(x) φ(x)ᵀ π_θ(x), (d,): one pass of |X|·A exponentials, one product."""
-    w = jnp.exp(self.log_ref + (p.r - p.hi) / self.beta)
-    total = jnp.sum(w, axis=0)
-    lse = jnp.dot(self.rho, p.hi + self.beta * jnp.log(total))
-    return lse, feature_mean(w * (self.rho / total), self.phi)
-
-  def value(self, theta, s, lse):
-    """F = ℓ + α (L − cal_meanᵀθ)."""
+  def value(self, theta, s, hi, total):
+    """F = ℓ + α (L − cal_meanᵀθ), L = Σ_x ρ(x) (hi(x) + β log total(x))."""
+    # a sum, not jnp.dot: vmapped, XLA transposed the dot's (points, X) operand (a step 1.8×
+    # slower)
+    lse = jnp.sum(self.rho * (hi + self.beta * jnp.log(total)))
     return self.log_likelihood(s) + self.alpha * (lse - jnp.dot(self.cal_mean, theta))
 
 
 class _Point(NamedTuple):
-  """A point of the search: θ (d,), r = φθ (A, X), s = Zθ (n,), and r's largest and
-  smallest entry at each prompt, hi and lo (X,)."""
+  """A point of the search: θ (d,), r = φθ (A, X), s = Zθ (n,), r's largest and smallest
+  entry at each prompt, hi and lo (X,), and Σ_a π_ref(a|x) e^{(r(x, a) − hi(x))/β}, total (X,)
+  (the log-sum-exp's sum)."""
   theta: chex.Array
   r: chex.Array
   s: chex.Array
   hi: chex.Array
   lo: chex.Array
+  total: chex.Array
+
+
+def _extremes(r):
+  """(max, min) over the leading (actions) axis of r (A, X): one (variadic) reduction, one
+  pass over r. Computed once: without the barrier XLA fuses them into each of their consumers, recomputing
+  them there (several passes)."""
+  return jax.lax.optimization_barrier(jax.lax.reduce(
+      (r, r), (jnp.array(-jnp.inf, r.dtype), jnp.array(jnp.inf, r.dtype)),
+      lambda a, b: (jnp.maximum(a[0], b[0]), jnp.minimum(a[1], b[1])), (0,)))
 
 
 def _refine(search: _Search, theta, config: SolverConfig):
@@ -282,16 +310,14 @@ def _refine(search: _Search, theta, config: SolverConfig):
   p, tau = search.embed(theta), jnp.ones(())
   dc = min(config.dc_iterations, config.iterations)
   if dc > 0:
-    slope = search.alpha * (search.partition(p)[1] - search.cal_mean)
+    slope = search.alpha * (search.slope(p) - search.cal_mean)
     for _ in range(dc):
       p, _, tau = _ascent_step(search, p, slope, tau, config)
-  value = None
+    p = p._replace(total=search.total(p.r, p.hi))
+  value = search.value(p.theta, p.s, p.hi, p.total)
   for _ in range(config.iterations - dc):
-    lse, grad = search.partition(p)
-    p, value, tau = _ascent_step(search, p, search.alpha * (grad - search.cal_mean), tau, config,
-                                 search.value(p.theta, p.s, lse))
-  if value is None:
-    value = search.value(p.theta, p.s, search.partition(p)[0])
+    p, value, tau = _ascent_step(search, p, search.alpha * (search.slope(p) - search.cal_mean),
+                                 tau, config, value)
   return p.theta, value
 
 
@@ -301,7 +327,9 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
   M = ℓ + slopeᵀθ). The step sizes tried are τ·shrink^i, i < `line_search`. Returns the next
   point, its ranked value and the next τ: one `shrink` above the size taken (at most 1), or
   shrink^line_search below τ when no trial improved. A trial point costs one pass over
-  r + size·φΔ for its hi/lo (the retraction) and, on F, one of |X|·A exponentials."""
+  r + size·φΔ for its hi/lo (the retraction) and, on F, one of |X|·A exponentials (whose sum
+  the kept point carries: the next slope needs it). After a DC step the point's `total` is
+  stale (the caller recomputes it)."""
   dc = value is None
   z, mask = search.z, search.mask
   sig = jax.nn.sigmoid(-p.s)                                   # σ(−θᵀz)
@@ -321,36 +349,35 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
   if dc:
     value = search.log_likelihood(p.s) + jnp.dot(slope, p.theta)
   steps = []
-  trials = [(value, 0, jnp.zeros(()), jnp.ones(()), p.hi, p.lo,
+  trials = [(value, 0, jnp.zeros(()), jnp.ones(()), p.hi, p.lo, p.total,
              tau * config.shrink ** config.line_search)]
   for k, delta in enumerate(directions):
     out = jnp.maximum(jnp.dot(delta, normal), 0.0) / jnp.maximum(jnp.dot(normal, normal), 1e-30)
     delta = jnp.where(on_boundary, delta - out * normal, delta)
     e = (delta, rewards(delta, search.phi), z @ delta)
     if k > 0:                      # the gradient, scaled so that its rewards span r_max
-      h = jnp.max(jnp.max(e[1], axis=0) - jnp.min(e[1], axis=0))
+      h = jnp.max(jnp.subtract(*_extremes(e[1])))
       e = tuple(jnp.where(h > 0, search.r_max / jnp.where(h > 0, h, 1.0), 0.0) * a for a in e)
     steps.append(e)
     for i in range(config.line_search):
       size = tau * config.shrink ** i
       r = p.r + size * e[1]
-      # computed once: without the barrier XLA fuses them into each consumer, several passes
-      # once: without the barrier XLA fuses these reductions into each of their consumers
-      hi, lo = jax.lax.optimization_barrier((jnp.max(r, axis=0), jnp.min(r, axis=0)))
+      hi, lo = _extremes(r)
       c = 1.0 / jnp.maximum(1.0, jnp.max(hi - lo) / search.r_max)
       theta, s = c * (p.theta + size * e[0]), c * (p.s + size * e[2])
       if dc:
-        v = search.log_likelihood(s) + jnp.dot(slope, theta)
+        v, total = search.log_likelihood(s) + jnp.dot(slope, theta), p.total
       else:
-        total = jnp.sum(jnp.exp(search.log_ref + c * (r - hi) / search.beta), axis=0)
-        v = search.value(theta, s, jnp.dot(search.rho, c * hi + search.beta * jnp.log(total)))
-      trials.append((jnp.where(jnp.isfinite(v), v, -jnp.inf), k, size, c, hi, lo,
+        total = search.total(r, hi, c)
+        v = search.value(theta, s, c * hi, total)
+      trials.append((jnp.where(jnp.isfinite(v), v, -jnp.inf), k, size, c, hi, lo, total,
                      jnp.minimum(1.0, size / config.shrink)))
-  v, k, size, c, hi, lo, taus = (jnp.stack([jnp.asarray(t[i]) for t in trials])
-                                 for i in range(7))
+  v, k, size, c, hi, lo, total, taus = (jnp.stack([jnp.asarray(t[i]) for t in trials])
+                                        for i in range(8))
   j = jnp.argmax(v)
   e = steps[0] if len(steps) == 1 else tuple(
       jnp.where(k[j] == 0, a, b) for a, b in zip(*steps))
   size, c = size[j], c[j]
-  return _Point(c * (p.theta + size * e[0]), c * (p.r + size * e[1]), c * (p.s + size * e[2]),
-                c * hi[j], c * lo[j]), v[j], taus[j]
+  theta = c * (p.theta + size * e[0])
+  return _Point(theta, rewards(theta, search.phi), c * (p.s + size * e[2]),
+                c * hi[j], c * lo[j], total[j]), v[j], taus[j]
