@@ -55,14 +55,14 @@ def test_matches_brute_force_global_maximum(solved, solved_before, i):
 def test_the_instances_are_not_concave():
   # One local run (L-BFGS-B from the centre of the box) misses the global maximum by
   # more than 10% on some of these instances: a single ascent would not pass the test above.
-  gaps = []
-  for p in PROBLEMS:
+  # (Stops at the first such instance: the claim is that one exists.)
+  def local_gap(p):
     f = lambda r: -ref.objective(r, p["wins"], p["pi_ref"], p["pi_cal"], p["beta"], p["alpha"])
     A = len(p["pi_ref"])
     local = optimize.minimize(f, np.full(A, p["r_max"] / 2), method="L-BFGS-B",
                               bounds=[(0, p["r_max"])] * A).x
-    gaps.append(_gap(p, local))
-  assert max(gaps) > 0.1
+    return _gap(p, local)
+  assert any(local_gap(p) > 0.1 for p in PROBLEMS)
 
 
 def test_data_free_problem_is_solved_at_a_vertex():
