@@ -1,7 +1,8 @@
 """Helpers shared by the test modules (tests/ is on sys.path, see conftest.py): bandit rounds
-played by hand, a toy data set, a small TOML sweep, and slow independent float64 references
+played by hand, a toy data set, a small TOML sweep, a subprocess's environment, and slow independent float64 references
 (NumPy/SciPy) that the RLHF tests compare rbx against."""
 import itertools
+import os
 from typing import Any, NamedTuple
 
 import jax
@@ -80,6 +81,18 @@ keep = 2
 [grid]
 beta = [0.5, 1.0]
 """
+
+
+def subprocess_env(devices: int | None = None, **extra) -> dict:
+  """This process's environment for a child Python without any CPU device count (JAX's,
+  rbx's, XLA's host platform flag), with `devices` host devices as an XLA flag if given, and
+  `extra`. The suite's other XLA flags (conftest: cheap code generation) are kept."""
+  flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
+           if not f.startswith("--xla_force_host_platform_device_count")]
+  if devices is not None:
+    flags.append(f"--xla_force_host_platform_device_count={devices}")
+  env = {k: v for k, v in os.environ.items() if k not in ("JAX_NUM_CPU_DEVICES", "RBX_NUM_CPU_DEVICES")}
+  return {**env, "XLA_FLAGS": " ".join(flags), **extra}
 
 
 # ------------------------------------------------- float64 references of the RLHF objective

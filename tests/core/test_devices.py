@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers import subprocess_env
+
 ROOT = Path(__file__).parents[2]
-OURS = ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES", "RBX_NUM_CPU_DEVICES")
-
-
 def _python(script, **env):
-  clean = {k: v for k, v in os.environ.items() if k not in OURS}
   return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT,
-                        env={**clean, **env}, capture_output=True, text=True, timeout=600)
+                        env=subprocess_env(**env), capture_output=True, text=True, timeout=600)
 
 
 def _count(before="", **env):

@@ -1,7 +1,6 @@
 """Agents of one's own, written as plain JAX in a file outside the package: they sweep on two
 CPU devices with the one-device results, run from `rbx run --import` with per-agent grids
 (resume and report find the module), and Python and TOML check their arguments alike."""
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import rbx
 from rbx import cli, config, experiment, neural, rlhf
 from rbx.core import driver
 from rbx.core import results as results_lib
+from helpers import subprocess_env
 
 ROOT = Path(__file__).parents[2]
 
@@ -105,11 +105,9 @@ def test_own_agents_sweep_on_two_devices_with_the_one_device_results(module):
         assert np.isfinite(one).all() and np.array_equal(one, two), (one, two)
       print("identical")
   """)
-  clean = {k: v for k, v in os.environ.items()
-           if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES", "RBX_NUM_CPU_DEVICES")}
   out = subprocess.run([sys.executable, "-c", script, str(module)], cwd=ROOT,
-                       env={**clean, "RBX_NUM_CPU_DEVICES": "2"}, capture_output=True, text=True,
-                       timeout=600)
+                       env=subprocess_env(RBX_NUM_CPU_DEVICES="2"), capture_output=True,
+                       text=True, timeout=600)
   assert out.returncode == 0 and "identical" in out.stdout, out.stderr[-3000:]
 
 

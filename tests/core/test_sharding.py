@@ -3,7 +3,6 @@ single-device results bit for bit on Example 1; on two or more devices any devic
 the same results bit for bit when the seeds run in batches of the same size (one device
 against several is not promised: XLA compiles the sharded program through its SPMD
 partitioner, docs/reproducibility.md)."""
-import os
 import socket
 import subprocess
 import sys
@@ -14,15 +13,10 @@ import numpy as np
 import pytest
 
 from rbx.core import results as results_lib
-from helpers import example1_sweep
+from helpers import example1_sweep, subprocess_env
 
 ROOT = Path(__file__).parents[2]
 CONFIG = example1_sweep(6, 12, 4)
-
-
-def _env(**extra):
-  env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-  return {**env, **extra}
 
 
 @pytest.mark.slow
@@ -49,7 +43,7 @@ def test_eight_host_devices_match_one_device(tmp_path):
       print("identical")
   """)
   out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "sweep.toml")], cwd=ROOT,
-                       env=_env(XLA_FLAGS="--xla_force_host_platform_device_count=8"),
+                       env=subprocess_env(devices=8),
                        capture_output=True, text=True, timeout=600)
   assert out.returncode == 0 and "identical" in out.stdout, out.stderr[-3000:]
 
@@ -73,7 +67,7 @@ def test_two_and_four_devices_give_the_same_results_with_the_same_batches():
       print("identical")
   """)
   out = subprocess.run([sys.executable, "-c", script], cwd=ROOT,
-                       env=_env(XLA_FLAGS="--xla_force_host_platform_device_count=4"),
+                       env=subprocess_env(devices=4),
                        capture_output=True, text=True, timeout=600)
   assert out.returncode == 0 and "identical" in out.stdout, out.stderr[-3000:]
 
@@ -88,14 +82,14 @@ def test_two_processes_over_localhost_match_one_process(tmp_path):
   procs = [subprocess.Popen(
       [sys.executable, "-m", "rbx.cli", "run", str(cfg), "--out", str(tmp_path / "multi"),
        "--no-progress", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
-       "--process-id", str(i)], cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+       "--process-id", str(i)], cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE,
       stderr=subprocess.STDOUT, text=True) for i in range(2)]
   logs = [p.communicate(timeout=600)[0] for p in procs]
   if any("Gloo" in log and p.returncode for p, log in zip(procs, logs)):
     pytest.skip("JAX's CPU backend has no cross-process collectives here: " + logs[0][-500:])
   assert all(p.returncode == 0 for p in procs), logs
   single = subprocess.run([sys.executable, "-m", "rbx.cli", "run", str(cfg), "--out",
-                           str(tmp_path / "single"), "--no-progress"], cwd=ROOT, env=_env(),
+                           str(tmp_path / "single"), "--no-progress"], cwd=ROOT, env=subprocess_env(),
                           capture_output=True, text=True, timeout=600)
   assert single.returncode == 0, single.stderr[-3000:]
   multi, one = results_lib.load(tmp_path / "multi"), results_lib.load(tmp_path / "single")
