@@ -83,12 +83,13 @@ beta = [0.5, 1.0]
 """
 
 
-def subprocess_env(devices: int | None = None, **extra) -> dict:
+def subprocess_env(devices: int | None = None, drop: tuple[str, ...] = (), **extra) -> dict:
   """This process's environment for a child Python without any CPU device count (JAX's,
   rbx's, XLA's host platform flag), with `devices` host devices as an XLA flag if given, and
-  `extra`. The suite's other XLA flags (conftest: cheap code generation) are kept."""
-  flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
-           if not f.startswith("--xla_force_host_platform_device_count")]
+  `extra`. The suite's other XLA flags (conftest: cheap code generation) are kept, except
+  those starting with a prefix in `drop`."""
+  drop = ("--xla_force_host_platform_device_count", *drop)
+  flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(drop)]
   if devices is not None:
     flags.append(f"--xla_force_host_platform_device_count={devices}")
   env = {k: v for k, v in os.environ.items() if k not in ("JAX_NUM_CPU_DEVICES", "RBX_NUM_CPU_DEVICES")}

@@ -51,7 +51,10 @@ def test_eight_host_devices_match_one_device(tmp_path):
 @pytest.mark.slow
 def test_two_and_four_devices_give_the_same_results_with_the_same_batches():
   # Algorithm 1 on Example 2 over two alphas, 16 seeds in batches of 4: 2 batches per device on
-  # 2 devices, 1 on 4. (One device against two differs here by float32 rounding.)
+  # 2 devices, 1 on 4. (One device against two differs here by float32 rounding.) The child
+  # keeps LLVM's default level: with the suite's level 0 and element emitters together
+  # (conftest) two and four devices differed by 3.7e-4 here (2026-12-03); with either flag
+  # alone, as with XLA's defaults (this test's child before), they are identical.
   script = textwrap.dedent("""
       import jax
       import numpy as np
@@ -67,7 +70,7 @@ def test_two_and_four_devices_give_the_same_results_with_the_same_batches():
       print("identical")
   """)
   out = subprocess.run([sys.executable, "-c", script], cwd=ROOT,
-                       env=subprocess_env(devices=4),
+                       env=subprocess_env(devices=4, drop=("--xla_backend_optimization_level",)),
                        capture_output=True, text=True, timeout=600)
   assert out.returncode == 0 and "identical" in out.stdout, out.stderr[-3000:]
 
