@@ -14,13 +14,15 @@ THOROUGH = linear.LINEAR_SOLVER._replace(starts=16, iterations=12, dc_iterations
                                          line_search=3)
 
 
-def _problem(key, X, A, d, n, alpha, beta=0.5, r_max=3.0, features=None):
-  """A random instance with n random comparisons (two unused buffer slots)."""
+def _problem(key, X, A, d, n, alpha, beta=0.5, r_max=3.0, features=None, capacity=None):
+  """A random instance with n random comparisons in a buffer of `capacity` (default n + 2:
+  two unused slots)."""
   k = jax.random.split(key, 5)
   phi = jax.random.normal(k[0], (X, A, d)) / np.sqrt(d) if features is None else features
   x = jax.random.randint(k[1], (n,), 0, X)
   a, b = jax.random.randint(k[2], (n,), 0, A), jax.random.randint(k[3], (n,), 0, A)
-  z = jnp.concatenate([phi[x, a] - phi[x, b], jnp.zeros((2, d))])
+  capacity = n + 2 if capacity is None else capacity
+  z = jnp.concatenate([phi[x, a] - phi[x, b], jnp.zeros((capacity - n, d))])
   log_ref = jax.nn.log_softmax(jax.random.normal(k[4], (X, A)))
   rho = jnp.full(X, 1.0 / X)
   cal_mean = jnp.einsum("xa,xad->d", rho[:, None] * jnp.exp(log_ref), phi)
@@ -44,7 +46,8 @@ def _grid_max(problem, d, points):
 def test_the_global_maximum_matches_brute_force(d, n, points):
   solve = jax.jit(lambda p: linear.solve_linear(p, jnp.zeros(d), THOROUGH))
   for seed in range(3):
-    problem, _ = _problem(jax.random.key(seed), 6, 4, d, n, alpha=1.0 + n / 5)
+    problem, _ = _problem(jax.random.key(seed), 6, 4, d, n, alpha=1.0 + n / 5,
+                          capacity=7)                     # one program per d
     theta = solve(problem)
     assert float(problem.gauge(problem.features @ theta)) <= 1.0 + 1e-5      # in K
     found = float(problem.value(problem.embed(theta)))
@@ -58,7 +61,7 @@ def test_one_hot_features_are_the_tabular_problem():
   solve = jax.jit(lambda p: linear.solve_linear(p, jnp.zeros(A), THOROUGH))
   for seed, n, alpha in ((0, 0, 1.0), (1, 4, 2.0), (2, 12, 3.0)):
     problem, (_, a, b) = _problem(jax.random.key(seed), 1, A, A, n, alpha, beta, r_max,
-                                  features=jnp.eye(A)[None])
+                                  features=jnp.eye(A)[None], capacity=14)   # one compile
     wins = jnp.zeros((A, A)).at[a, b].add(1.0)
     pi_ref = jnp.exp(problem.log_ref[0])
     r = tabular_solve(wins, pi_ref, pi_ref, beta, alpha, r_max)
