@@ -18,12 +18,14 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 
 
 # Most of the suite's time is XLA compiling small programs; the tests' programs run for seconds
-# at most, so the cheapest code generation wins. LLVM's lowest level (test_agents' greedy/selm
-# and re-solve tests: 421 s -> 147 s side by side on a loaded 2-core machine), and XLA's CPU
-# element emitters instead of its newer fusion emitters (one Algorithm 1 rollout: 2.8 s -> 1.4 s
-# to compile): both change the generated code only, not which ops are fused, so results agree
-# to float32 rounding. Appended to the user's XLA_FLAGS unless they set either; subprocesses and
-# notebook kernels inherit them.
+# at most, so the cheapest code generation wins: LLVM's lowest level and XLA's CPU element
+# emitters instead of its newer fusion emitters. Together they compile an Algorithm 1 rollout
+# in 0.58× the defaults' time and run a BootstrappedNN sweep 5× slower (benchmarks/xla_flags.py;
+# the whole suite 1,865 s with level 0 alone, 1,338 s with both, side by side, loaded). They
+# change the generated code, not which ops are fused: results agree to float32 rounding, but 2
+# and 4 devices no longer bit for bit (test_sharding's check drops level 0 in its child).
+# Appended to the user's XLA_FLAGS unless they set either; subprocesses (helpers.subprocess_env)
+# and notebook kernels inherit them.
 for _flag in ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false"):
   if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()

@@ -1,6 +1,6 @@
 """Helpers shared by the test modules (tests/ is on sys.path, see conftest.py): bandit rounds
-played by hand, a toy data set, a small TOML sweep, a subprocess's environment, and slow independent float64 references
-(NumPy/SciPy) that the RLHF tests compare rbx against."""
+played by hand, a toy data set, a small TOML sweep, a subprocess's environment, and slow
+independent float64 references (NumPy/SciPy) that the RLHF tests compare rbx against."""
 import itertools
 import os
 from typing import Any, NamedTuple
@@ -92,7 +92,8 @@ def subprocess_env(devices: int | None = None, drop: tuple[str, ...] = (), **ext
   flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(drop)]
   if devices is not None:
     flags.append(f"--xla_force_host_platform_device_count={devices}")
-  env = {k: v for k, v in os.environ.items() if k not in ("JAX_NUM_CPU_DEVICES", "RBX_NUM_CPU_DEVICES")}
+  env = {k: v for k, v in os.environ.items()
+         if k not in ("JAX_NUM_CPU_DEVICES", "RBX_NUM_CPU_DEVICES")}
   return {**env, "XLA_FLAGS": " ".join(flags), **extra}
 
 

@@ -55,8 +55,8 @@ selecting and adding the kept direction reads three (A, X) arrays per point),
 1 + 2·`line_search` exponential passes and the d × d Laplacian Zᵀ diag(σσ′) Z (n·d²):
 O(starts × iterations × (|X|·A·d + n·d²)). Sums over a prompt's A actions are written as A
 elementwise sums, not a reduction: on CPU, XLA 0.10 hands a reduction to YNNPACK, which ran
-them about 2× slower than the one fused loop the sums become (benchmarks/README.md,
-linear_throughput.py). The rays' rewards, gauges and log-sum-exps depend on the task alone
+them about 2× slower than the one fused loop the sums become (`benchmarks/linear_profile.py`,
+benchmarks/README.md). The rays' rewards, gauges and log-sum-exps depend on the task alone
 (φ, π_ref, ρ, β, r_max), so a vmapped batch of seeds sharing the task computes them once (at
 compile time when the task is a constant); only their ℓ and linear terms are per seed. The data
 enter through their feature differences z (a buffer of fixed capacity, `LinearData`): ℓ with
@@ -297,8 +297,8 @@ class _Point(NamedTuple):
 
 def _extremes(r):
   """(max, min) over the leading (actions) axis of r (A, X): one (variadic) reduction, one
-  pass over r. Computed once: without the barrier XLA fuses them into each of their consumers, recomputing
-  them there (several passes)."""
+  pass over r. Computed once: without the barrier XLA fuses them into each of their consumers,
+  recomputing them there (several passes)."""
   return jax.lax.optimization_barrier(jax.lax.reduce(
       (r, r), (jnp.array(-jnp.inf, r.dtype), jnp.array(jnp.inf, r.dtype)),
       lambda a, b: (jnp.maximum(a[0], b[0]), jnp.minimum(a[1], b[1])), (0,)))

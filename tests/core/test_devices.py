@@ -12,6 +12,8 @@ import pytest
 from helpers import subprocess_env
 
 ROOT = Path(__file__).parents[2]
+
+
 def _python(script, **env):
   return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT,
                         env=subprocess_env(**env), capture_output=True, text=True, timeout=600)
@@ -57,7 +59,7 @@ def test_default_sweeps_shard_over_every_device_with_one_device_results():
       from rbx import config
       assert jax.local_device_count() == 3
       assert devices.seed_mesh(None, 5).shape == {"seed": 3} and devices.seed_mesh(None, 1) is None
-      c = config.loads(example1_sweep(5, 4, 4))            # one chunk: one program per seed count
+      c = config.loads(example1_sweep(5, 4, 4))  # one chunk: a program per seed count
       run = lambda seeds, **kw: rbx.sweep(c.build, c.grid, seeds, c.steps, **{**c.sweep_options(), **kw})
       alone = run(5, devices=1).regret
       assert np.array_equal(run(5, devices=None).regret, alone)
