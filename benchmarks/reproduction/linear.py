@@ -31,12 +31,21 @@ class Sizes:
   seeds: int                   # seeds per agent
   seeds_largest: int           # seeds at the largest |X| (10,000 at full scale)
   tabular_at: int              # |X| at which the tabular exact agents also run
+  dims_largest: tuple[int, ...] | None = None   # d values at the largest |X| (None: `dims`)
 
 
-QUICK = Sizes(prompts=(100, 1000), dims=(4,), actions=10, steps=100, seeds=8, seeds_largest=8,
-              tabular_at=100)
+# The CPU-sized scale reaches the issue's |X| = 10,000 at d = 16 only, on 8 seeds and T = 300:
+# there the practical agents run at ~10 seed-steps/s on a 2-core CPU (their DPO loss reads all
+# |X|·A² win counts at each of 20 optimiser steps), so the full scale's 64 seeds × T = 1,000 ×
+# 4 practical agents × 2 dims alone would take ~14 hours; the linear agents run at ~100.
+QUICK = Sizes(prompts=(100, 1000, 10000), dims=(4, 16), actions=10, steps=300, seeds=16,
+              seeds_largest=8, tabular_at=100, dims_largest=(16,))
 FULL = Sizes(prompts=(100, 1000, 10000), dims=(4, 16), actions=10, steps=1000, seeds=256,
              seeds_largest=64, tabular_at=100)
+TAIL = 0.1
+"""The share of the last steps whose mean per-step regret, against π_ref's at t = 1, says
+whether an agent learned (interval below 1), ended no better than not learning (interval at
+or above 1: *collapsed*) or cannot be told apart from π_ref on these seeds (*unclear*)."""
 
 
 def _agent(name: str):
@@ -55,12 +64,28 @@ def _interval(x, axis=0):
   return x.mean(axis), 1.96 * x.std(axis, ddof=1) / np.sqrt(n)
 
 
-def _ranking(finals: dict[str, np.ndarray]) -> list[str]:
-  """Markdown rows: agents by mean R(T), each with its interval and the paired difference to
-  the next-ranked agent (same seeds: same prompt sequence) with its 95% interval."""
+def _learned(regret: np.ndarray) -> np.ndarray:
+  """Per seed: mean per-step regret over the last `TAIL` of the steps / the regret at t = 1
+  (π_ref's, deployed by every agent at t = 1); regret is (seeds, T)."""
+  regret = np.asarray(regret, np.float64)
+  tail = max(1, int(round(TAIL * regret.shape[-1])))
+  return regret[:, -tail:].mean(-1) / regret[:, 0]
+
+
+def _verdict(regret: np.ndarray) -> str:
+  """"collapsed", "unclear" or "" (learned) from `_learned`'s 95% interval against 1."""
+  m, h = _interval(_learned(regret))
+  return "collapsed" if m - h >= 1 else "unclear" if m + h >= 1 else ""
+
+
+def _ranking(finals: dict[str, np.ndarray], regrets: dict[str, np.ndarray]) -> list[str]:
+  """Markdown rows: agents by mean R(T), each with its interval, the paired difference to the
+  next-ranked agent (same seeds: same prompt sequence) with its 95% interval, and the last
+  steps' regret against π_ref's (`_learned`, with `_verdict`)."""
   order = sorted(finals, key=lambda k: finals[k].mean())
-  rows = ["| rank | agent | R(T) [95% CI] | R(T) − next's, paired [95% CI] |",
-          "|---:|---|---:|---:|"]
+  rows = ["| rank | agent | R(T) [95% CI] | R(T) − next's, paired [95% CI] "
+          f"| last {TAIL:.0%} of steps / π_ref's regret [95% CI] |",
+          "|---:|---|---:|---:|---:|"]
   for i, name in enumerate(order):
     m, h = _interval(finals[name])
     diff = "—"
@@ -68,7 +93,9 @@ def _ranking(finals: dict[str, np.ndarray]) -> list[str]:
       dm, dh = _interval(finals[name] - finals[order[i + 1]])
       sep = "**" if abs(dm) > dh else ""
       diff = f"{sep}{dm:+.2f}{sep} [{dm - dh:+.2f}, {dm + dh:+.2f}]"
-    rows.append(f"| {i + 1} | {name} | {m:.2f} [{m - h:.2f}, {m + h:.2f}] | {diff} |")
+    lm, lh = _interval(_learned(regrets[name]))
+    learned = f"{lm:.3f} [{lm - lh:.3f}, {lm + lh:.3f}] {_verdict(regrets[name])}".rstrip()
+    rows.append(f"| {i + 1} | {name} | {m:.2f} [{m - h:.2f}, {m + h:.2f}] | {diff} | {learned} |")
   return rows
 
 
@@ -99,8 +126,9 @@ def run(ctx: Context) -> tuple[str, str]:
   A, T = scale.actions, scale.steps
   lines = [f"## {TITLE}", "",
            f"Scale: {'full' if full else 'quick'} — |X| ∈ {list(scale.prompts)}, "
-           f"d ∈ {list(scale.dims)}, A = {A}, T = {T}, {scale.seeds} seeds "
-           f"({scale.seeds_largest} at the largest |X|)"
+           f"d ∈ {list(scale.dims)}"
+           + (f" ({list(scale.dims_largest)} at the largest |X|)" if scale.dims_largest else "")
+           + f", A = {A}, T = {T}, {scale.seeds} seeds ({scale.seeds_largest} at the largest |X|)"
            + ("." if full else "; the issue's full scale (|X| up to 10,000, d ∈ {4, 16}, T = "
               "1,000, 256 seeds, 64 at 10,000) is `python benchmarks/reproduce.py --full "
               "--only linear`."),
@@ -118,7 +146,8 @@ def run(ctx: Context) -> tuple[str, str]:
   for X in scale.prompts:
     seeds = scale.seeds_largest if X == max(scale.prompts) else scale.seeds
     names = LINEAR + PRACTICAL + (TABULAR if X == scale.tabular_at else ())
-    for d in scale.dims:
+    largest = X == max(scale.prompts) and scale.dims_largest is not None
+    for d in scale.dims_largest if largest else scale.dims:
       env = rlhf.random_contextual(jax.random.key(0), X, A, d, BETA, R_MAX, deviation=1.0)
       regrets, finals = {}, {}
       for name in names:
@@ -141,17 +170,24 @@ def run(ctx: Context) -> tuple[str, str]:
                 f"Mean per-step regret against t with 95% bands (log scale); at t = 1 every "
                 f"agent deploys π_ref (regret {first:.3f}).", "",
                 "Ranking by R(T) (cumulative regret at T); the difference column is paired "
-                "over seeds, bold where its 95% interval excludes 0:", ""]
-      lines += _ranking(finals) + [""]
+                "over seeds, bold where its 95% interval excludes 0; the last column is the "
+                f"mean per-step regret over the last {TAIL:.0%} of the steps over π_ref's "
+                "(below 1: the agent learned; *collapsed* where its interval lies at or above "
+                "1, *unclear* where it contains 1):", ""]
+      lines += _ranking(finals, regrets) + [""]
       order = sorted(finals, key=lambda k: finals[k].mean())
-      best[X, d] = (order[0], {k: float(v.mean()) for k, v in finals.items()})
+      verdicts = {k: _verdict(regrets[k]) for k in order}
+      best[X, d] = (order[0], {k: float(v.mean()) for k, v in finals.items()}, verdicts)
   parts = []
-  for (X, d), (top, means) in best.items():
+  for (X, d), (top, means, verdicts) in best.items():
     lin = min(LINEAR, key=means.get)
     prac = min(PRACTICAL, key=means.get)
     parts.append(f"|X| = {X}, d = {d}: best {top}; best linear {lin} R(T) {means[lin]:.1f} vs "
                  f"best practical {prac} {means[prac]:.1f}, linear_greedy "
-                 f"{means['linear_greedy']:.1f}")
+                 f"{means['linear_greedy']:.1f}; "
+                 + ("; ".join(f"{v}: {', '.join(k for k in verdicts if verdicts[k] == v)}"
+                              for v in ("collapsed", "unclear") if v in verdicts.values())
+                    or "every agent ends below π_ref's regret"))
   finding = (f"Shared linear reward ({'full' if full else 'quick'} scale, T = {T}): "
              + "; ".join(parts) + ".")
   return "\n".join(lines), finding
