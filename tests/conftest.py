@@ -6,9 +6,10 @@ import tempfile
 # The tests import the shared helpers beside them (tests/helpers.py).
 sys.path.insert(0, os.path.dirname(__file__))
 
-# One persistent XLA compilation cache for the session, its subprocesses and notebook kernels
-# (they inherit the environment; set before JAX is imported): a program that several tests
-# rebuild (selm and xpo, the same sweep in two tests, a documented command) compiles once.
+# One persistent XLA compilation cache for the session, its pytest-xdist workers, subprocesses
+# and notebook kernels (they inherit the environment of the process that loads this file first;
+# set before JAX is imported): a program that several tests rebuild (selm and xpo, the same
+# sweep in two tests, a documented command) compiles once, on whichever worker comes first.
 # A cache directory the user set is kept; ours is removed at the end.
 _OWN_CACHE = None
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
