@@ -74,3 +74,15 @@ def test_scaling_section_on_a_tiny_row(ctx, monkeypatch):
   text, finding = scaling.run(ctx)
   assert text.startswith("## ") and "exponent in A" in text and "in r_max at A = 6" in finding
   assert text.count("| xpo |") == 2 + 1             # a row per r_max, one of exponents in r_max
+
+
+def test_linear_sections_verdicts_of_known_runs():
+  from reproduction import linear
+  T = 20                                       # the last 10%: 2 steps
+  learned = np.tile(np.r_[1.0, np.full(T - 1, 0.2)], (4, 1))
+  stuck = np.tile(np.r_[1.0, np.full(T - 1, 1.5)], (4, 1))
+  mixed = np.vstack([learned[:2], stuck[:2]])   # 0.2 and 1.5 of π_ref's: the interval holds 1
+  assert linear._learned(learned) == pytest.approx(np.full(4, 0.2))
+  assert [linear._verdict(r) for r in (learned, stuck, mixed)] == ["", "collapsed", "unclear"]
+  rows = linear._ranking({"a": learned.sum(1), "b": stuck.sum(1)}, {"a": learned, "b": stuck})
+  assert rows[2].startswith("| 1 | a |") and rows[3].endswith("1.500 [1.500, 1.500] collapsed |")
