@@ -86,3 +86,13 @@ def test_linear_sections_verdicts_of_known_runs():
   assert [linear._verdict(r) for r in (learned, stuck, mixed)] == ["", "collapsed", "unclear"]
   rows = linear._ranking({"a": learned.sum(1), "b": stuck.sum(1)}, {"a": learned, "b": stuck})
   assert rows[2].startswith("| 1 | a |") and rows[3].endswith("1.500 [1.500, 1.500] collapsed |")
+  # each exploring agent against its family's no-exploration control, paired over seeds
+  finals = {"linear_xpo": np.array([1.0, 2.0, 3.0, 4.0]), "linear_greedy": np.array([3.0, 4.1,
+            4.9, 6.0]), "online_dpo": np.array([5.0, 5.0, 5.0, 5.0]),
+            "practical_xpo": np.array([4.0, 6.0, 4.0, 6.0])}
+  regrets = {k: learned for k in finals}
+  rows = {r.split(" | ")[1]: r for r in linear._ranking(finals, regrets)[2:]}
+  assert "| **-2.00** [" in rows["linear_xpo"] and "| control |" in rows["linear_greedy"]
+  assert "| +0.00 [" in rows["practical_xpo"]      # paired interval holds 0: not bold
+  assert linear._against_control(finals) == ("ahead of their control: linear_xpo (-2.0); "
+                                             "behind it: none")

@@ -78,25 +78,55 @@ def _verdict(regret: np.ndarray) -> str:
   return "collapsed" if m - h >= 1 else "unclear" if m + h >= 1 else ""
 
 
+def _control(name: str) -> str:
+  """The no-exploration control of `name`'s family (the same agent with α = 0)."""
+  family = LINEAR if name in LINEAR else PRACTICAL if name in PRACTICAL else TABULAR
+  return family[-1]
+
+
+def _paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, str]:
+  """Mean of a − b over seeds, the half-width of its 95% interval, and "**" where it excludes 0."""
+  m, h = _interval(a - b)
+  return m, h, "**" if abs(m) > h else ""
+
+
 def _ranking(finals: dict[str, np.ndarray], regrets: dict[str, np.ndarray]) -> list[str]:
-  """Markdown rows: agents by mean R(T), each with its interval, the paired difference to the
-  next-ranked agent (same seeds: same prompt sequence) with its 95% interval, and the last
-  steps' regret against π_ref's (`_learned`, with `_verdict`)."""
+  """Markdown rows: agents by mean R(T), each with its interval, the paired differences (same
+  seeds: same prompt sequence) to the next-ranked agent and to its family's no-exploration
+  control, with 95% intervals, and the last steps' regret against π_ref's (`_learned`, with
+  `_verdict`)."""
   order = sorted(finals, key=lambda k: finals[k].mean())
   rows = ["| rank | agent | R(T) [95% CI] | R(T) − next's, paired [95% CI] "
+          "| R(T) − its control's, paired [95% CI] "
           f"| last {TAIL:.0%} of steps / π_ref's regret [95% CI] |",
-          "|---:|---|---:|---:|---:|"]
+          "|---:|---|---:|---:|---:|---:|"]
   for i, name in enumerate(order):
     m, h = _interval(finals[name])
-    diff = "—"
-    if i + 1 < len(order):
-      dm, dh = _interval(finals[name] - finals[order[i + 1]])
-      sep = "**" if abs(dm) > dh else ""
-      diff = f"{sep}{dm:+.2f}{sep} [{dm - dh:+.2f}, {dm + dh:+.2f}]"
+    diffs = []
+    for other in (order[i + 1] if i + 1 < len(order) else None, _control(name)):
+      if other is None or other == name or other not in finals:
+        diffs.append("—" if other != name else "control")
+        continue
+      dm, dh, sep = _paired(finals[name], finals[other])
+      diffs.append(f"{sep}{dm:+.2f}{sep} [{dm - dh:+.2f}, {dm + dh:+.2f}]")
     lm, lh = _interval(_learned(regrets[name]))
     learned = f"{lm:.3f} [{lm - lh:.3f}, {lm + lh:.3f}] {_verdict(regrets[name])}".rstrip()
-    rows.append(f"| {i + 1} | {name} | {m:.2f} [{m - h:.2f}, {m + h:.2f}] | {diff} | {learned} |")
+    rows.append(f"| {i + 1} | {name} | {m:.2f} [{m - h:.2f}, {m + h:.2f}] | {diffs[0]} "
+                f"| {diffs[1]} | {learned} |")
   return rows
+
+
+def _against_control(finals: dict[str, np.ndarray]) -> str:
+  """The exploring agents whose R(T) differs from their control's with a 95% interval."""
+  ahead, behind = [], []
+  for name in finals:
+    control = _control(name)
+    if name != control and control in finals:
+      dm, _, sep = _paired(finals[name], finals[control])
+      if sep:
+        (ahead if dm < 0 else behind).append(f"{name} ({dm:+.1f})")
+  return (f"ahead of their control: {', '.join(ahead) or 'none'}; behind it: "
+          f"{', '.join(behind) or 'none'}")
 
 
 def _curves(ax, regrets: dict[str, np.ndarray], title: str):
@@ -169,22 +199,25 @@ def run(ctx: Context) -> tuple[str, str]:
                 f"![regret curves]({figdir.link(path)})", "",
                 f"Mean per-step regret against t with 95% bands (log scale); at t = 1 every "
                 f"agent deploys π_ref (regret {first:.3f}).", "",
-                "Ranking by R(T) (cumulative regret at T); the difference column is paired "
-                "over seeds, bold where its 95% interval excludes 0; the last column is the "
+                "Ranking by R(T) (cumulative regret at T); the difference columns are paired "
+                "over seeds, bold where their 95% interval excludes 0 (an agent's control: its "
+                "family's no-exploration agent, linear_greedy, online_dpo or greedy); the last "
+                "column is the "
                 f"mean per-step regret over the last {TAIL:.0%} of the steps over π_ref's "
                 "(below 1: the agent learned; *collapsed* where its interval lies at or above "
                 "1, *unclear* where it contains 1):", ""]
       lines += _ranking(finals, regrets) + [""]
       order = sorted(finals, key=lambda k: finals[k].mean())
       verdicts = {k: _verdict(regrets[k]) for k in order}
-      best[X, d] = (order[0], {k: float(v.mean()) for k, v in finals.items()}, verdicts)
+      best[X, d] = (order[0], {k: float(v.mean()) for k, v in finals.items()}, verdicts,
+                    _against_control(finals))
   parts = []
-  for (X, d), (top, means, verdicts) in best.items():
+  for (X, d), (top, means, verdicts, controls) in best.items():
     lin = min(LINEAR, key=means.get)
     prac = min(PRACTICAL, key=means.get)
     parts.append(f"|X| = {X}, d = {d}: best {top}; best linear {lin} R(T) {means[lin]:.1f} vs "
                  f"best practical {prac} {means[prac]:.1f}, linear_greedy "
-                 f"{means['linear_greedy']:.1f}; "
+                 f"{means['linear_greedy']:.1f}; {controls}; "
                  + ("; ".join(f"{v}: {', '.join(k for k in verdicts if verdicts[k] == v)}"
                               for v in ("collapsed", "unclear") if v in verdicts.values())
                     or "every agent ends below π_ref's regret"))
