@@ -35,9 +35,10 @@ class Sizes:
 
 
 # The CPU-sized scale reaches the issue's |X| = 10,000 at d = 16 only, on 8 seeds and T = 300:
-# there the practical agents run at ~10 seed-steps/s on a 2-core CPU (their DPO loss reads all
-# |X|·A² win counts at each of 20 optimiser steps), so the full scale's 64 seeds × T = 1,000 ×
-# 4 practical agents × 2 dims alone would take ~14 hours; the linear agents run at ~100.
+# there each practical agent took 303–315 s for 8 × 300 seed-steps on a 2-core CPU, compile
+# included (this section's stderr log, 2026-12-04; their DPO loss reads all |X|·A² win counts
+# at each of 20 optimiser steps), so the full scale's 64 seeds × T = 1,000 × 4 practical agents
+# × 2 dims alone would take ~18 hours at that rate; each linear agent took 45–51 s.
 QUICK = Sizes(prompts=(100, 1000, 10000), dims=(4, 16), actions=10, steps=300, seeds=16,
               seeds_largest=8, tabular_at=100, dims_largest=(16,))
 FULL = Sizes(prompts=(100, 1000, 10000), dims=(4, 16), actions=10, steps=1000, seeds=256,
@@ -78,16 +79,28 @@ def _verdict(regret: np.ndarray) -> str:
   return "collapsed" if m - h >= 1 else "unclear" if m + h >= 1 else ""
 
 
-def _control(name: str) -> str:
-  """The no-exploration control of `name`'s family (the same agent with α = 0)."""
-  family = LINEAR if name in LINEAR else PRACTICAL if name in PRACTICAL else TABULAR
-  return family[-1]
+def _control(name: str) -> str | None:
+  """The no-bonus agent (`NO_BONUS`) of `name`'s family: linear_greedy, online_dpo or greedy
+  (None for a name in no family)."""
+  family = next((f for f in (LINEAR, PRACTICAL, TABULAR) if name in f), ())
+  return next((c for c in NO_BONUS if c in family), None)
 
 
 def _paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, str]:
   """Mean of a − b over seeds, the half-width of its 95% interval, and "**" where it excludes 0."""
   m, h = _interval(a - b)
   return m, h, "**" if abs(m) > h else ""
+
+
+def _difference(finals: dict[str, np.ndarray], name: str, other: str | None) -> str:
+  """A table cell: `name`'s R(T) − `other`'s, paired, with its 95% interval ("—" where there is
+  no `other`, "control" where `name` is its own)."""
+  if other is None or other not in finals:
+    return "—"
+  if other == name:
+    return "control"
+  dm, dh, sep = _paired(finals[name], finals[other])
+  return f"{sep}{dm:+.2f}{sep} [{dm - dh:+.2f}, {dm + dh:+.2f}]"
 
 
 def _ranking(finals: dict[str, np.ndarray], regrets: dict[str, np.ndarray]) -> list[str]:
@@ -102,17 +115,12 @@ def _ranking(finals: dict[str, np.ndarray], regrets: dict[str, np.ndarray]) -> l
           "|---:|---|---:|---:|---:|---:|"]
   for i, name in enumerate(order):
     m, h = _interval(finals[name])
-    diffs = []
-    for other in (order[i + 1] if i + 1 < len(order) else None, _control(name)):
-      if other is None or other == name or other not in finals:
-        diffs.append("—" if other != name else "control")
-        continue
-      dm, dh, sep = _paired(finals[name], finals[other])
-      diffs.append(f"{sep}{dm:+.2f}{sep} [{dm - dh:+.2f}, {dm + dh:+.2f}]")
+    following = order[i + 1] if i + 1 < len(order) else None
     lm, lh = _interval(_learned(regrets[name]))
     learned = f"{lm:.3f} [{lm - lh:.3f}, {lm + lh:.3f}] {_verdict(regrets[name])}".rstrip()
-    rows.append(f"| {i + 1} | {name} | {m:.2f} [{m - h:.2f}, {m + h:.2f}] | {diffs[0]} "
-                f"| {diffs[1]} | {learned} |")
+    rows.append(f"| {i + 1} | {name} | {m:.2f} [{m - h:.2f}, {m + h:.2f}] "
+                f"| {_difference(finals, name, following)} "
+                f"| {_difference(finals, name, _control(name))} | {learned} |")
   return rows
 
 
