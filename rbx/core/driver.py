@@ -30,9 +30,11 @@ Memory (bytes): device ≈ G·S_block·(state per seed) + G·S_block·chunk·4 (
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import jax
@@ -136,51 +138,51 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
     u, t_done, restored = start.unit, start.t, start.carry
   n_dev = 1 if mesh is None else mesh.devices.size
   bar = Progress(len(combos) * G * S * T, int(stats["seed_steps"]), enabled=progress)
-  programs, compiles = {}, []
+  programs = _Programs(mesh, stats, bar)
 
-  def compiled(key, what, make, *args):
-    if key not in programs:
-      begin = time.perf_counter()
-      _COMPILING.append(what)
-      try:
-        lowered = make().lower(*args)
-        if n_dev > 1 and mesh.devices.flat[0].platform == "cpu":
-          calls = sorted(set(re.findall(r"@(lapack_\w+)", lowered.as_text())))
-          if calls:
-            raise NeedsOneDevice(calls)
-        programs[key] = lowered.compile()
-      finally:
-        _COMPILING.pop()
-      seconds = time.perf_counter() - begin
-      stats["compile_seconds"] += seconds
-      compiles.append((what, seconds))
-      bar.compiled(what, seconds)
-      if stop is not None and stop():       # asked while XLA compiled: stop before running it
-        raise _Stopped
-    return programs[key]
+  def unit_programs(unit, t_start, with_init):
+    """What unit `unit` runs from step t_start: its label, padded seeds (host and device),
+    init function, and (key, what, lower) of its programs, `lower() -> (jitted, args)`."""
+    c, lo, hi = units[unit]
+    label = ", ".join(f"{k}={v}" for k, v in combos[c].items()) or "sweep"
+    seeds = _pad(sweep.seeds[lo:hi], n_dev)
+    batch = min(seed_batch, seeds.size // n_dev)
+    init_fn, chunk_fn = _functions(sweep.build, combos[c], batch, mesh)
+    seeds_dev = _put(seeds, mesh, P("seed"))
+    needed = []
+    if with_init:
+      needed.append((("init", c, seeds.size), f"init for {label} ({seeds.size} seeds)",
+                     lambda: (jax.jit(init_fn), (points, seeds_dev))))
+    full, rest = divmod(T - t_start, chunk)
+    for length in [chunk] * bool(full) + [rest] * bool(rest):
+      needed.append((("chunk", c, seeds.size, length),
+                     f"chunk for {label} ({seeds.size} seeds x {length} steps)",
+                     lambda length=length: (
+                         jax.jit(lambda h, s, x, t: chunk_fn(h, s, x, t, length),
+                                 donate_argnums=2),
+                         (points, seeds_dev, _abstract_carry(init_fn, points, seeds_dev, mesh),
+                          jnp.int32(t_start + 1)))))
+    return label, seeds, init_fn, seeds_dev, needed
 
   try:
+    # Every program is lowered first (here, in order) and compiled in the background, several
+    # at once: a sweep over k agents waits for about one compile, not k (`_Programs`).
+    planned = [unit_programs(v, t_done if v == u else 0, not (v == u and restored is not None))
+               for v in range(u, len(units))]
+    for _, _, _, _, needed in planned:
+      for key, what, lower in needed:
+        programs.lower(key, what, lower)
     while u < len(units):
       c, lo, hi = units[u]
-      label = ", ".join(f"{k}={v}" for k, v in combos[c].items()) or "sweep"
-      seeds = _pad(sweep.seeds[lo:hi], n_dev)
-      batch = min(seed_batch, seeds.size // n_dev)
-      init_fn, chunk_fn = _functions(sweep.build, combos[c], batch, mesh)
-      seeds_dev = _put(seeds, mesh, P("seed"))
+      label, seeds, init_fn, seeds_dev, _ = planned.pop(0)
       if restored is None:
-        init = compiled(("init", c, seeds.size), f"init for {label} ({seeds.size} seeds)",
-                        lambda: jax.jit(init_fn), points, seeds_dev)
-        carry = init(points, seeds_dev)
+        carry = programs.get(("init", c, seeds.size), stop)(points, seeds_dev)
       else:
         carry = _restore(jax.eval_shape(init_fn, points, seeds_dev), restored, mesh)
         restored = None
       while t_done < T:
         length = min(chunk, T - t_done)
-        step = compiled(("chunk", c, seeds.size, length),
-                        f"chunk for {label} ({seeds.size} seeds x {length} steps)",
-                        lambda: jax.jit(lambda h, s, x, t: chunk_fn(h, s, x, t, length),
-                                        donate_argnums=2),
-                        points, seeds_dev, carry, jnp.int32(t_done + 1))
+        step = programs.get(("chunk", c, seeds.size, length), stop)
         begin = time.perf_counter()
         carry, regret = step(points, seeds_dev, carry, jnp.int32(t_done + 1))
         regret = np.asarray(regret)[:, :hi - lo]
@@ -195,13 +197,14 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
           on_chunk(Snapshot(u + 1 if last else u, 0 if last else t_done, leaves,
                             recorder.state(), dict(stats)))
         if stop is not None and stop() and not (last and u == len(units) - 1):
-          return Outcome(recorder, stats, compiles, False)
+          return Outcome(recorder, stats, programs.compiles, False)
       u, t_done = u + 1, 0
   except _Stopped:
-    return Outcome(recorder, stats, compiles, False)
+    return Outcome(recorder, stats, programs.compiles, False)
   finally:
+    programs.close()
     bar.close()
-  return Outcome(recorder, stats, compiles, True)
+  return Outcome(recorder, stats, programs.compiles, True)
 
 
 _COMPILING: list[str] = []       # what the drivers of this process are compiling now
@@ -215,6 +218,85 @@ def compiling() -> bool:
 
 class _Stopped(Exception):
   """`stop()` said True after a compile: the run ends before the compiled program runs."""
+
+
+class _Programs:
+  """A sweep's compiled programs by key: `lower` traces one in the calling thread (the CPU
+  LAPACK check runs on its text) and starts its XLA compile on a thread pool; `get` waits for
+  it. XLA compiles outside the GIL, so the programs of several agents or seed blocks compile
+  on several cores at once. stats["compile_seconds"] counts the time the driver spent lowering
+  and waiting, not the sum of the compiles; `compiles` lists each program's own
+  (what, lowering + compile seconds)."""
+
+  def __init__(self, mesh, stats, bar):
+    self.mesh, self.stats, self.bar = mesh, stats, bar
+    self.ready, self.pending, self.compiles = {}, {}, []
+    self.pool = ThreadPoolExecutor(max_workers=_compile_workers(), thread_name_prefix="rbx-compile")
+
+  def lower(self, key, what, lower) -> None:
+    """Lowers `jitted.lower(*args)` for `lower() -> (jitted, args)`, unless `key` has been."""
+    if key in self.ready or key in self.pending:
+      return
+    begin = time.perf_counter()
+    _COMPILING.append(what)
+    try:
+      jitted, args = lower()
+      lowered = jitted.lower(*args)
+      if self.mesh is not None and self.mesh.devices.size > 1 and (
+          self.mesh.devices.flat[0].platform == "cpu"):
+        calls = sorted(set(re.findall(r"@(lapack_\w+)", lowered.as_text())))
+        if calls:
+          raise NeedsOneDevice(calls)
+    finally:
+      _COMPILING.pop()
+    seconds = time.perf_counter() - begin
+    self.stats["compile_seconds"] += seconds
+    self.pending[key] = (what, seconds, self.pool.submit(_timed_compile, lowered))
+
+  def get(self, key, stop):
+    """The compiled program of `key`; raises `_Stopped` when `stop()` says so after a wait."""
+    if key not in self.ready:
+      what, lowering, future = self.pending.pop(key)
+      begin = time.perf_counter()
+      _COMPILING.append(what)
+      try:
+        self.ready[key], seconds = future.result()
+      finally:
+        _COMPILING.pop()
+      self.stats["compile_seconds"] += time.perf_counter() - begin
+      self.compiles.append((what, lowering + seconds))
+      self.bar.compiled(what, lowering + seconds)
+      if stop is not None and stop():       # asked while XLA compiled: stop before running it
+        raise _Stopped
+    return self.ready[key]
+
+  def close(self) -> None:
+    """Drops the compiles not yet started (a stopped sweep); those under way finish."""
+    self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _timed_compile(lowered):
+  begin = time.perf_counter()
+  return lowered.compile(), time.perf_counter() - begin
+
+
+def _compile_workers() -> int:
+  """Compiles at once: `RBX_COMPILE_THREADS`, else the cores this process may use (≤ 8)."""
+  wanted = os.environ.get("RBX_COMPILE_THREADS", "")
+  if wanted:
+    return _checks.positive_int("RBX_COMPILE_THREADS", int(wanted) if wanted.isdigit() else wanted)
+  cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+  return max(1, min(8, cores or 1))
+
+
+def _abstract_carry(init_fn, points, seeds, mesh):
+  """The shapes, dtypes and shardings of `init_fn(points, seeds)`, to lower a chunk before
+  init has run."""
+  out = jax.eval_shape(init_fn, points, seeds)
+  if mesh is None:
+    return out
+  sharding = NamedSharding(mesh, P(None, "seed"))
+  return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), out)
 
 
 _NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid field is numeric
