@@ -95,8 +95,8 @@ beta = [0.5, 1.0]
 def subprocess_env(devices: int | None = None, drop: tuple[str, ...] = (), **extra) -> dict:
   """This process's environment for a child Python without any CPU device count (JAX's,
   rbx's, XLA's host platform flag), with `devices` host devices as an XLA flag if given, and
-  `extra`. The suite's other XLA flags (conftest: cheap code generation) are kept, except
-  those starting with a prefix in `drop`."""
+  `extra`. The suite's other XLA flags (conftest: cheap code generation, where the installed
+  jaxlib knows the flags: xla_env.py) are kept, except those starting with a prefix in `drop`."""
   drop = ("--xla_force_host_platform_device_count", *drop)
   flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(drop)]
   if devices is not None:

@@ -80,7 +80,7 @@ def test_merge_refuses_overlapping_seeds(runs, tmp_path):
     experiment.merge([runs["0:2"], runs["0:4"]], tmp_path / "merged")
 
 
-def test_merge_refuses_an_unfinished_run(runs, tmp_path, monkeypatch, capsys):
+def test_merge_refuses_an_unfinished_run_and_takes_it_resumed(runs, tmp_path, monkeypatch, capsys):
   polls = iter([False, False])             # Ctrl-C during the first chunk (as test_cli)
   monkeypatch.setattr(experiment._StopOnSignal, "__call__", lambda self: next(polls, True))
   stopped = tmp_path / "stopped"
@@ -90,6 +90,10 @@ def test_merge_refuses_an_unfinished_run(runs, tmp_path, monkeypatch, capsys):
   err = capsys.readouterr().err
   assert f"cannot merge {stopped}: it is not a complete run ({stopped} was interrupted" in err
   assert "rbx run --resume" in err and not (tmp_path / "m").exists()
+  monkeypatch.undo()               # resumed (its config.toml says seeds = "2:4"), it merges
+  assert cli.main(["run", "--resume", str(stopped), "--no-progress"]) == 0
+  experiment.merge([runs["0:2"], stopped], tmp_path / "m")
+  np.testing.assert_array_equal(rbx.load(tmp_path / "m").regret, rbx.load(runs["0:4"]).regret)
 
 
 def test_merge_refuses_a_directory_that_holds_files(runs, tmp_path):
