@@ -75,6 +75,17 @@ def test_merge_refuses_another_config(runs, tmp_path):
     experiment.merge([runs["0:2"], other], tmp_path / "merged")
 
 
+def test_merge_notes_slices_run_on_other_device_counts(runs, tmp_path):
+  other = shutil.copytree(runs["2:4"], tmp_path / "other")
+  meta = results.read_json(other / results.METADATA)
+  results.write_json(other / results.METADATA, {**meta, "local_devices_used": 2})
+  said = []
+  experiment.merge([runs["0:2"], other], tmp_path / "merged", echo=said.append)
+  assert said[0].startswith("note:") and "to float32 rounding, not bit for bit" in said[0]
+  experiment.merge([runs["0:2"], runs["2:4"]], tmp_path / "same", echo=said.append)
+  assert len(said) == 3 and said[2].endswith(": 2 run(s), seeds 0, 1, 2, 3")   # no note
+
+
 def test_merge_refuses_overlapping_seeds(runs, tmp_path):
   with pytest.raises(ValueError, match=r"both ran seed\(s\) 0, 1; slices must not overlap"):
     experiment.merge([runs["0:2"], runs["0:4"]], tmp_path / "merged")
