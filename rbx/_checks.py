@@ -101,6 +101,20 @@ def num_seeds(seeds) -> int:
   return len(seeds)
 
 
+def seed_range(text: str) -> range:
+  """The seeds that "START:STOP" names, half-open like a Python slice ("1000:2000": seeds
+  1000..1999; ":STOP" starts at 0); ValueError naming "seeds" unless 0 <= START < STOP."""
+  start, sep, stop = str(text).partition(":")
+  try:
+    bounds = (int(start) if start.strip() else 0, int(stop))
+  except ValueError:
+    bounds = None
+  if not sep or bounds is None or not 0 <= bounds[0] < bounds[1]:
+    raise ValueError('seeds must be an integer >= 1, a list of seeds or "START:STOP" (half-open, '
+                     f"integers 0 <= START < STOP), got {text!r}")
+  return range(*bounds)
+
+
 def grid_values(field: str, values) -> list:
   """A grid field's values: a non-empty list (a tuple or 1-D array in Python) of distinct
   values, not a string; ValueError naming `field` (e.g. "grid.beta") otherwise."""

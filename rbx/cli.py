@@ -1,4 +1,5 @@
-"""The `rbx` command line: demo, run a sweep config (or resume one), plot, report, data.
+"""The `rbx` command line: demo, run a sweep config (or resume one), merge runs over disjoint
+seeds, plot, report, data.
 
 Each subcommand is added by a `register(subparsers)` function that sets `handler`, the
 function `main` calls with the parsed arguments; `rbx data` comes from `rbx/data/cli.py`.
@@ -19,6 +20,9 @@ JAX sweeps over seeds and hyperparameters.
   rbx demo                       the RLHF paper's Examples 1-2 (no data needed)
   rbx run CONFIG.toml            a sweep config into a run directory (see configs/)
   rbx run --resume DIR           continue an interrupted run
+  rbx run CONFIG.toml --seeds 1000:2000 --out DIR
+                                 one slice of the seeds (a job array task), into DIR
+  rbx merge DIR... --out OUT     join slices of one config into one run directory
   rbx report DIR / rbx plot DIR  a run's summary and plots (--out OUT to write elsewhere)
   rbx data download NAME         a data set of the NeuralRBMLE paper
 
@@ -43,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--version", action="version", version=f"rbx {__version__}")
   sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-  for register in (register_demo, register_run, register_plot, register_report, data_cli.register):
+  for register in (register_demo, register_run, register_merge, register_plot, register_report,
+                   data_cli.register):
     register(sub)
   return parser
 
@@ -79,7 +84,9 @@ def register_run(subparsers) -> None:
                  help="a module name or .py file that registers one's own agents or "
                       "environments, imported first (repeatable; added to the config's "
                       "`import`, so --resume and report import it too)")
-  p.add_argument("--seeds", type=_positive_int, help="override the config's seeds (0..N-1)")
+  p.add_argument("--seeds", type=_seeds, metavar="N|START:STOP",
+                 help="override the config's seeds: N (seeds 0..N-1) or START:STOP (half-open, "
+                      "like a Python slice: one slice of a job array, joined by `rbx merge`)")
   p.add_argument("--steps", type=_positive_int, help="override the config's steps")
   p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                  help="override any key, dotted for tables: env.beta=0.1, grid.alpha=[1, 3] "
@@ -92,6 +99,20 @@ def register_run(subparsers) -> None:
   dist.add_argument("--num-processes", type=int, help="the number of processes")
   dist.add_argument("--process-id", type=int, help="this process's index, 0..N-1")
   p.set_defaults(handler=_run, parser=p)
+
+
+def register_merge(subparsers) -> None:
+  """Adds `rbx merge DIR... --out OUT`."""
+  p = subparsers.add_parser(
+      "merge", help="join complete runs of one config over disjoint seeds into one run directory",
+      description="Joins the complete runs DIR... of one config over disjoint seeds (`rbx run "
+      "CONFIG --seeds START:STOP`, e.g. the tasks of a Slurm job array) into the new run "
+      "directory OUT, ordered by seed: the results of one run over all their seeds (bit for "
+      "bit when every slice ran with the same seed_batch and device count). Refuses runs of "
+      "different configs (anything but the seeds), overlapping seeds and unfinished runs.")
+  p.add_argument("dirs", nargs="+", metavar="DIR", help="a complete run directory (a slice)")
+  p.add_argument("--out", metavar="OUT", required=True, help="the new run directory")
+  p.set_defaults(handler=_merge)
 
 
 def register_plot(subparsers) -> None:
@@ -165,6 +186,16 @@ def _run(args) -> int:
   return EXIT_INTERRUPTED if status == experiment.INTERRUPTED else 0
 
 
+def _merge(args) -> int:
+  from rbx import experiment
+  try:
+    experiment.merge(args.dirs, args.out)
+  except (ValueError, OSError) as e:
+    return _fail("merge", e)
+  _print_summary(args.out)
+  return 0
+
+
 def _print_summary(directory) -> None:
   """Prints the first section of the run's report (R(T) per grid point with its 95% CI),
   without writing the report or its plots."""
@@ -213,6 +244,18 @@ def _positive_int(text: str) -> int:
   if value < 1:
     raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
   return value
+
+
+def _seeds(text: str) -> int | str:
+  """An argparse type: N (an integer >= 1) or START:STOP, the config's "START:STOP" value."""
+  if ":" not in text:
+    return _positive_int(text)
+  from rbx import _checks
+  try:
+    seeds = _checks.seed_range(text)
+  except ValueError as e:
+    raise argparse.ArgumentTypeError(str(e)) from None
+  return f"{seeds.start}:{seeds.stop}"
 
 
 def _fail(command: str, error: Exception) -> int:

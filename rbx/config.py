@@ -7,7 +7,9 @@ import = ["my_agents"]       # optional: modules (names, or .py files relative t
                              # config) imported first, so the agents they register exist
 family = "rlhf"              # "rlhf" or "neural"
 title = "Example 1"          # optional, for the report
-seeds = 64                   # n (seeds 0..n-1) or a list of seeds
+seeds = 64                   # n (seeds 0..n-1), a list of seeds, or "1000:2000" (seeds
+                             # 1000..1999, half-open: one slice of a job array, merged with
+                             # `rbx merge`, docs/runs.md)
 steps = 500                  # T
 chunk = 100                  # steps per jitted chunk (checkpoint, progress); default 1000;
                              # never more than steps
@@ -143,7 +145,7 @@ class Config(NamedTuple):
     env: the environment's name.
     fixed: the fixed parameters (from [env] and [agent], the agent's name as "agent").
     grid: field -> values, in the config's order; or a list of such sub-grids ([[grid]]).
-    seeds: the seeds, int array.
+    seeds: the seeds, int array (from n, a list or "START:STOP").
     steps, chunk, record, log_points, seed_batch, seed_block, devices: how to run.
     out: the run directory.
     text: the config file's text.
@@ -340,6 +342,8 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   family = registry.FAMILIES[fam_name]
   steps = _need(run, "steps")
   seeds = _need(run, "seeds")
+  if isinstance(seeds, str):
+    seeds = _wrap(lambda: _checks.seed_range(seeds), "config ")
   chunk = min(run.get("chunk", DEFAULT_CHUNK), steps)       # a chunk longer than the run: one chunk
   record = _wrap(lambda: _checks.choice("record", run.get("record", "steps"), RECORDS))
 
@@ -397,7 +401,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   if isinstance(grid, list):
     _wrap(lambda: runs(grid), "config ")      # no run in two sub-grids
   seed_block = run.get("seed_block")
-  num_seeds = _num_seeds(seeds)
+  num_seeds = len(seeds) if isinstance(seeds, range) else _num_seeds(seeds)
   config = Config(family=fam_name, title=run.get("title", ""), env=env_name, fixed=fixed, grid=grid,
                   seeds=np.zeros(0, np.int64),     # made once their memory is checked, below
                   steps=steps, chunk=chunk, record=record,

@@ -11,6 +11,10 @@ bit-identical to an uninterrupted run. With several processes (`rbx.core.devices
 each runs its share of the seeds with its own checkpoint.p<i>.npz, and process 0 writes the
 gathered results.
 
+`merge(directories, out)` joins complete runs of one config over disjoint seeds (`rbx run
+CONFIG --seeds START:STOP`, one slice per task of a job array) into one run directory, as if
+one run had run all their seeds.
+
 One process runs a directory at a time: `run` and `resume` hold its lock (`rbx.core.rundir`,
 released by the kernel however the process ends), and a second is refused with the holder's
 pid, host and start time. metadata.json's status is "running" while it runs and then
@@ -22,6 +26,7 @@ resolved when the config was loaded).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import shutil
@@ -35,6 +40,7 @@ from pathlib import Path
 import jax
 import jaxlib
 import numpy as np
+import tomli_w
 
 import rbx
 from rbx import config as config_lib
@@ -286,3 +292,102 @@ def _environment(config, mesh) -> dict:
 def _write_metadata(path: Path, metadata: dict) -> None:
   if jax.process_index() == 0:
     results_lib.write_json(path, metadata)
+
+
+def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = print) -> Path:
+  """Joins complete runs of one config over disjoint seeds — the slices of a job array
+  (`rbx run CONFIG --seeds START:STOP`, docs/runs.md) — into the new run directory `out`:
+  the results of one run over all their seeds, ordered by seed (bit for bit when every slice
+  ran with the same `seed_batch` and device count, docs/reproducibility.md; a note says when
+  they did not); config.toml with the joined seeds ("START:STOP" when contiguous, else a
+  list); metadata.json with the slices' times and statistics added up, and under "merged"
+  when and from which directories (each with its seeds, devices and seed_batch).
+
+  Raises:
+    ValueError: no directory, a directory that is not a complete run (running,
+      interrupted, failed: its checkpoints are not results), configs that differ in anything
+      but `seeds` and `out`, or slices that share seeds.
+    FileExistsError: `out` exists and is not empty.
+  """
+  sources = [Path(d) for d in directories]
+  if not sources:
+    raise ValueError("merge needs at least one run directory")
+  out = Path(out)
+  if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    raise FileExistsError(f"{out} exists and is not empty: merge into a new directory")
+  configs, slices = [], []
+  for d in sources:
+    meta_path = d / results_lib.METADATA
+    status = results_lib.read_json(meta_path).get("status") if meta_path.is_file() else None
+    if status != COMPLETE or not (d / results_lib.INDEX).is_file():
+      raise ValueError(f"cannot merge {d}: it is not a complete run ({rundir.describe(d)})")
+    configs.append(tomllib.loads((d / results_lib.CONFIG).read_text()))
+    slices.append(results_lib.load(d))
+  common = [{k: v for k, v in c.items() if k not in ("seeds", "out")} for c in configs]
+  for d, c in zip(sources[1:], common[1:]):
+    if c != common[0]:
+      keys = sorted(k for k in c.keys() | common[0].keys() if c.get(k) != common[0].get(k))
+      raise ValueError(f"cannot merge {d} with {sources[0]}: their configs differ in "
+                       f"{', '.join(keys)} (slices of one run differ in seeds only)")
+  owner = {}
+  for d, res in zip(sources, slices):
+    shared = [int(s) for s in res.coords["seed"] if int(s) in owner]
+    if shared:
+      raise ValueError(f"cannot merge {d} with {owner[shared[0]]}: both ran seed(s) "
+                       f"{_seed_text(shared)}; slices must not overlap")
+    owner.update({int(s): d for s in res.coords["seed"]})
+
+  seeds = np.concatenate([res.coords["seed"] for res in slices])
+  order = np.argsort(seeds, kind="stable")
+  field = "regret" if slices[0].regret is not None else "recorded"
+  axis = slices[0].axes.index("seed")
+  joined = np.take(np.concatenate([getattr(res, field) for res in slices], axis=axis), order,
+                   axis=axis)
+  metas = [res.metadata for res in slices]
+  timing = {k: sum(res.timing[k] for res in slices)
+            for k in ("compile_seconds", "run_seconds", "seed_steps")}
+  timing["seed_steps_per_second"] = timing["seed_steps"] / max(timing["run_seconds"], 1e-12)
+  merged = results_lib.Results(slices[0].axes, {**slices[0].coords, "seed": seeds[order]},
+                               **{field: joined}, timing=timing)
+
+  setting = lambda m: (m.get("local_devices_used"), m.get("sizes", {}).get("seed_batch"),
+                       m.get("backend"), m.get("versions"))
+  if len({json.dumps(setting(m), sort_keys=True) for m in metas}) > 1:
+    echo("note: the slices ran with different device counts, seed_batch, backends or versions: "
+         "the merged results equal one run over all the seeds to float32 rounding, not bit for "
+         "bit (docs/reproducibility.md)")
+  config = {**configs[0], "seeds": _seeds_value(seeds[order])}
+  config.pop("out", None)
+  metadata = {
+      **metas[0], "status": COMPLETE,
+      "started": min(m["started"] for m in metas), "finished": max(m["finished"] for m in metas),
+      "segments": [s for m in metas for s in m.get("segments", [])],
+      "wall_seconds": sum(m.get("wall_seconds", 0.0) for m in metas), **timing,
+      "sizes": {**metas[0]["sizes"], "seeds": int(seeds.size)},
+      "merged": {"time": rundir.now(), "from": [
+          {"directory": str(d.resolve()), "seeds": _seeds_value(np.sort(res.coords["seed"])),
+           "local_devices_used": m.get("local_devices_used"),
+           "seed_batch": m.get("sizes", {}).get("seed_batch"), "backend": m.get("backend")}
+          for d, res, m in zip(sources, slices, metas)]},
+  }
+  out.mkdir(parents=True, exist_ok=True)
+  (out / results_lib.CONFIG).write_text(tomli_w.dumps(config))
+  merged.save(out)
+  results_lib.write_json(out / results_lib.METADATA, metadata)
+  echo(f"{out}: {len(sources)} run(s), seeds {_seed_text(seeds[order])}")
+  return out
+
+
+def _seeds_value(seeds: np.ndarray):
+  """Sorted `seeds` as a config's `seeds`: "START:STOP" when contiguous, else a list."""
+  if seeds[-1] - seeds[0] + 1 == seeds.size:
+    return f"{int(seeds[0])}:{int(seeds[-1]) + 1}"
+  return [int(s) for s in seeds]
+
+
+def _seed_text(seeds) -> str:
+  """Seeds for a message: "3, 4, 5" or, past six, "0, 1, 2, …, 998, 999 (1000 seeds)"."""
+  seeds = [int(s) for s in seeds]
+  if len(seeds) <= 6:
+    return ", ".join(map(str, seeds))
+  return f"{', '.join(map(str, seeds[:3]))}, …, {seeds[-2]}, {seeds[-1]} ({len(seeds)} seeds)"

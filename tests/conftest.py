@@ -3,8 +3,9 @@ import shutil
 import sys
 import tempfile
 
-# The tests import the shared helpers beside them (tests/helpers.py).
+# The tests import the shared helpers beside them (tests/helpers.py, tests/xla_env.py).
 sys.path.insert(0, os.path.dirname(__file__))
+import xla_env  # noqa: E402  (jax-free: nothing here imports jax before the environment is set)
 
 # One persistent XLA compilation cache for the session, its pytest-xdist workers, subprocesses
 # and notebook kernels (they inherit the environment of the process that loads this file first;
@@ -25,12 +26,15 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 # the whole suite 1,865 s with level 0 alone, 1,338 s with both, consecutive loaded runs). They
 # change the generated code, not which ops are fused: results agree to float32 rounding, but 2
 # and 4 devices no longer bit for bit (test_sharding's check drops level 0 in its child).
-# Appended to the user's XLA_FLAGS unless they set either; subprocesses (helpers.subprocess_env)
-# and notebook kernels inherit them.
-for _flag in ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false"):
-  if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
+# Appended to the user's XLA_FLAGS unless they set either, only where the tests run on the CPU
+# and only those the installed jaxlib knows (XLA aborts on a flag it does not: xla_env.py);
+# subprocesses (helpers.subprocess_env) and notebook kernels inherit them.
+if xla_env.runs_on_cpu():
+  xla_env.add_flags(xla_env.CPU_CODE_GENERATION)
 
+# On an accelerator the pytest-xdist workers share it: each takes memory as it needs it instead
+# of JAX's default 75% of the device at start.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 def pytest_sessionfinish(session, exitstatus):
   if _OWN_CACHE is not None:

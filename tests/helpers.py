@@ -1,6 +1,7 @@
 """Helpers shared by the test modules (tests/ is on sys.path, see conftest.py): bandit rounds
-played by hand, a toy data set, a small TOML sweep, a subprocess's environment, and slow
-independent float64 references (NumPy/SciPy) that the RLHF tests compare rbx against."""
+played by hand, a toy data set, a small TOML sweep, a subprocess's environment, the mark of
+the tests that need the CPU backend, and slow independent float64 references (NumPy/SciPy)
+that the RLHF tests compare rbx against."""
 import itertools
 import os
 from typing import Any, NamedTuple
@@ -8,10 +9,18 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from scipy import optimize
 from scipy.special import log_expit, logsumexp
 
 from rbx import rlhf
+
+CPU_ONLY = pytest.mark.skipif(
+    jax.default_backend() != "cpu",
+    reason=f"counts CPU host devices (XLA_FLAGS, RBX_NUM_CPU_DEVICES) or calls CPU kernels; on this "
+           f"{jax.default_backend()} backend JAX's devices are the accelerator's")
+"""Marks a test that needs JAX's CPU backend: one that sets or counts CPU host devices (on an
+accelerator `jax.local_device_count()` counts its chips, and sweeps run there)."""
 
 
 def toy_data():
@@ -86,8 +95,8 @@ beta = [0.5, 1.0]
 def subprocess_env(devices: int | None = None, drop: tuple[str, ...] = (), **extra) -> dict:
   """This process's environment for a child Python without any CPU device count (JAX's,
   rbx's, XLA's host platform flag), with `devices` host devices as an XLA flag if given, and
-  `extra`. The suite's other XLA flags (conftest: cheap code generation) are kept, except
-  those starting with a prefix in `drop`."""
+  `extra`. The suite's other XLA flags (conftest: cheap code generation, where the installed
+  jaxlib knows the flags: xla_env.py) are kept, except those starting with a prefix in `drop`."""
   drop = ("--xla_force_host_platform_device_count", *drop)
   flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(drop)]
   if devices is not None:

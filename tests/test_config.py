@@ -33,6 +33,9 @@ MALFORMED = [
     (make(top="seeds = []"), r"config seeds must be an integer >= 1 or a non-empty list"),
     (make(top="seeds = [1, 1]"), r"config seeds has repeated seeds"),
     (make(top="seeds = true"), r"config seeds must be an integer >= 1 or a non-empty list"),
+    (make(top='seeds = "4:2"'), r'config seeds must be .* or "START:STOP" \(half-open, integers '
+                                r"0 <= START < STOP\), got '4:2'"),
+    (make(top='seeds = "0:10:2"'), r"config seeds must be .*, got '0:10:2'"),
     (make(top='record = "all"'), r"record='all' is not one of \['steps', 'log', 'summary'\]"),
     (make(top="log_points = 1"), r"config log_points must be an integer >= 2"),
     (make(env='name = "exmaple1"'), r"env.name='exmaple1' .* \(did you mean 'example1'\?\)"),
@@ -88,6 +91,11 @@ def test_a_good_config_gives_its_grid_seeds_and_options():
   assert (options["chunk"], options["record"], c.out, c.steps) == (16, "log", "runs/x", 40)
   assert c.digest() == config.loads(c.text, out="elsewhere").digest()
   assert c.digest() != config.loads(c.text.replace("steps = 40", "steps = 41")).digest()
+
+
+def test_seeds_as_a_half_open_range_like_a_python_slice():
+  for given, seeds in (('"1000:1003"', [1000, 1001, 1002]), ('":2"', [0, 1])):
+    np.testing.assert_array_equal(config.loads(make(top=f"seeds = {given}")).seeds, seeds)
 
 
 def test_integer_sizes_in_a_grid_are_static():

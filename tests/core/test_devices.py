@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import subprocess_env
+from helpers import CPU_ONLY, subprocess_env
 
+pytestmark = CPU_ONLY
 ROOT = Path(__file__).parents[2]
 
 

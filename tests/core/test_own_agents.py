@@ -15,7 +15,7 @@ import rbx
 from rbx import cli, config, experiment, neural, rlhf
 from rbx.core import driver
 from rbx.core import results as results_lib
-from helpers import subprocess_env
+from helpers import CPU_ONLY, subprocess_env
 
 ROOT = Path(__file__).parents[2]
 
@@ -88,6 +88,7 @@ def module(tmp_path):
     del sys.modules[name]
 
 
+@CPU_ONLY
 @pytest.mark.slow                                 # a subprocess with two CPU devices
 def test_own_agents_sweep_on_two_devices_with_the_one_device_results(module):
   script = textwrap.dedent("""

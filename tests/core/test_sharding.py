@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from rbx.core import results as results_lib
-from helpers import example1_sweep, subprocess_env
+from helpers import CPU_ONLY, example1_sweep, subprocess_env
 
+pytestmark = CPU_ONLY          # CPU host devices, and Gloo between two CPU processes
 ROOT = Path(__file__).parents[2]
 CONFIG = example1_sweep(6, 12, 4)
 

@@ -75,8 +75,14 @@ def test_data_home_order(monkeypatch, tmp_path):
   assert "shared" not in str(data.data_home())
 
 
+def _gz(content: bytes) -> bytes:
+  """`content` gzipped with no timestamp: the same bytes in every process, so the test
+  parameters below, and pytest-xdist's workers' collections, agree."""
+  return gzip.compress(content, mtime=0)
+
+
 def _write(path, text):
-  path.write_bytes(gzip.compress(text.encode()))
+  path.write_bytes(_gz(text.encode()))
   return path
 
 
@@ -92,15 +98,15 @@ def test_preprocessing_of_a_user_csv_with_its_own_label_column(tmp_path):
 
 
 @pytest.mark.parametrize("content,problem", [
-    (b"label,a\n0,1\n" * 3, "gzip"),                                  # not gzip at all
-    (gzip.compress(b"label,a\n0,1\n1,2\n")[:-12], "gzip"),              # truncated gzip
-    (gzip.compress(b"a,b\n0,1\n1,2\n"), "no label column 'label'"),
-    (gzip.compress(b"label,a,b\n0,1,2\n1,2\n"), "ragged rows: data row 2"),
-    (gzip.compress(b"label,a\n1,1\n1,2\n"), "one class"),
-    (gzip.compress(b"label,a\n"), "no data rows"),
-    (gzip.compress(b""), "empty file"),
-    (gzip.compress(b"label,a\n0,\xff\n1,2\n"), "UTF-8"),
-])
+    (b"label,a\n0,1\n" * 3, "gzip"),
+    (_gz(b"label,a\n0,1\n1,2\n")[:-12], "gzip"),
+    (_gz(b"a,b\n0,1\n1,2\n"), "no label column 'label'"),
+    (_gz(b"label,a,b\n0,1,2\n1,2\n"), "ragged rows: data row 2"),
+    (_gz(b"label,a\n1,1\n1,2\n"), "one class"),
+    (_gz(b"label,a\n"), "no data rows"),
+    (_gz(b""), "empty file"),
+    (_gz(b"label,a\n0,\xff\n1,2\n"), "UTF-8"),
+], ids=["not-gzip", "truncated", "no-label", "ragged", "one-class", "no-rows", "empty", "not-utf8"])
 def test_corrupt_files_raise_naming_file_and_problem(tmp_path, content, problem):
   path = tmp_path / "broken.csv.gz"
   path.write_bytes(content)
