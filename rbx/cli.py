@@ -64,6 +64,7 @@ def register_demo(subparsers) -> None:
   demo.add_argument("--alpha", type=float, default=demo_lib.ALPHA,
                     help=f"the constant alpha (default {demo_lib.ALPHA:g})")
   demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+  _add_compile_cache(demo)
   demo.set_defaults(handler=_demo)
 
 
@@ -92,6 +93,7 @@ def register_run(subparsers) -> None:
                  help="override any key, dotted for tables: env.beta=0.1, grid.alpha=[1, 3] "
                       "(repeatable); recorded in the run's config.toml")
   p.add_argument("--no-progress", action="store_true", help="no progress bar")
+  _add_compile_cache(p)
   dist = p.add_argument_group("several hosts (jax.distributed.initialize)")
   dist.add_argument("--distributed", action="store_true",
                     help="initialise from the cluster launcher's environment (SLURM, Open MPI, ...)")
@@ -143,6 +145,7 @@ def register_report(subparsers) -> None:
 
 def _demo(args) -> int:
   from rbx import demo as demo_lib
+  compile_cache(not args.no_compile_cache)
   try:
     demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha,
                  progress=not args.no_progress)
@@ -158,6 +161,7 @@ def _run(args) -> int:
     args.parser.error("--resume continues a run as it was configured: no --seeds, --steps, "
                       "--set, --import, --overwrite")
   import jax
+  compile_cache(not args.no_compile_cache)
   from rbx import config as config_lib
   from rbx import experiment
   from rbx.core import checkpoint, devices
@@ -204,6 +208,42 @@ def _print_summary(directory) -> None:
   text = report.markdown(res, {}, report.reference_exponent(res))
   section = text.split("\n## ", 2)[1].rstrip("\n")
   print(f"\n## {section}\n\n`rbx report {directory}` writes the whole report with its plots.")
+
+
+CACHE_ENV = "RBX_COMPILATION_CACHE"
+_OFF = ("0", "off", "false", "no")
+
+
+def _add_compile_cache(parser) -> None:
+  parser.add_argument("--no-compile-cache", action="store_true",
+                      help=f"do not keep compiled programs on disk for the next run (also "
+                           f"{CACHE_ENV}=off; {CACHE_ENV}=DIR moves the cache)")
+
+
+def compile_cache(enabled: bool = True,
+                  echo=lambda text: print(text, file=sys.stderr)) -> str | None:
+  """Turns on JAX's persistent compilation cache for this command: a second `rbx demo` or run
+  of the same config loads its programs instead of compiling them. The directory is
+  `RBX_COMPILATION_CACHE` (a path; "off" or 0 turns the cache off), else
+  `$XDG_CACHE_HOME/rbx/jax` (default `~/.cache/rbx/jax`); a cache directory the user gave JAX
+  (`JAX_COMPILATION_CACHE_DIR`, `jax_compilation_cache_dir`) is kept. `echo` says where, once:
+  when the directory is made. Returns the directory in use, or None."""
+  import os
+  import jax
+  setting = os.environ.get(CACHE_ENV, "").strip()
+  if jax.config.jax_compilation_cache_dir:
+    return jax.config.jax_compilation_cache_dir
+  if not enabled or setting.lower() in _OFF:
+    return None
+  path = os.path.expanduser(setting) if setting else os.path.join(
+      os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rbx", "jax")
+  if not os.path.isdir(path):
+    os.makedirs(path, exist_ok=True)
+    echo(f"rbx: compiled programs are cached in {path} for later runs (--no-compile-cache or "
+         f"{CACHE_ENV}=off turns it off)")
+  jax.config.update("jax_compilation_cache_dir", path)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+  return path
 
 
 def _add_log(parser) -> None:

@@ -160,7 +160,9 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
                      lambda length=length: (
                          jax.jit(lambda h, s, x, t: chunk_fn(h, s, x, t, length),
                                  donate_argnums=2),
-                         (points, seeds_dev, _abstract_carry(init_fn, points, seeds_dev, mesh),
+                         (points, seeds_dev,
+                          _sharded(programs.out_info.get(("init", c, seeds.size))
+                                   or jax.eval_shape(init_fn, points, seeds_dev), mesh),
                           jnp.int32(t_start + 1)))))
     return label, seeds, init_fn, seeds_dev, needed
 
@@ -230,11 +232,12 @@ class _Programs:
 
   def __init__(self, mesh, stats, bar):
     self.mesh, self.stats, self.bar = mesh, stats, bar
-    self.ready, self.pending, self.compiles = {}, {}, []
+    self.ready, self.pending, self.compiles, self.out_info = {}, {}, [], {}
     self.pool = ThreadPoolExecutor(max_workers=_compile_workers(), thread_name_prefix="rbx-compile")
 
   def lower(self, key, what, lower) -> None:
-    """Lowers `jitted.lower(*args)` for `lower() -> (jitted, args)`, unless `key` has been."""
+    """Lowers `jitted.lower(*args)` for `lower() -> (jitted, args)`, unless `key` has been;
+    its outputs' shapes go to `out_info[key]`."""
     if key in self.ready or key in self.pending:
       return
     begin = time.perf_counter()
@@ -251,6 +254,7 @@ class _Programs:
       _COMPILING.pop()
     seconds = time.perf_counter() - begin
     self.stats["compile_seconds"] += seconds
+    self.out_info[key] = lowered.out_info
     self.pending[key] = (what, seconds, self.pool.submit(_timed_compile, lowered))
 
   def get(self, key, stop):
@@ -289,10 +293,9 @@ def _compile_workers() -> int:
   return max(1, min(8, cores or 1))
 
 
-def _abstract_carry(init_fn, points, seeds, mesh):
-  """The shapes, dtypes and shardings of `init_fn(points, seeds)`, to lower a chunk before
-  init has run."""
-  out = jax.eval_shape(init_fn, points, seeds)
+def _sharded(out, mesh):
+  """The carry's shapes and dtypes `out` with the shardings the driver gives its leaves, to
+  lower a chunk before init has run."""
   if mesh is None:
     return out
   sharding = NamedSharding(mesh, P(None, "seed"))
