@@ -37,6 +37,7 @@ from covertype_like import covertype_like
 
 from rbx import data, neural            # one CPU device per core (rbx.core.devices)
 from rbx.core import devices as devices_lib, driver, protocol
+from rbx.core import sweep as core_sweep
 from rbx.core.grid import Grid
 
 SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "shared",
@@ -64,7 +65,8 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
   e.g. the exact Z⁻¹'s p × p identity that `init` hands over unfinished): the sweep driver's
   own program (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices`
   CPU devices (None: as `neural.sweep`, every device up to one per seed) and vmapped
-  `seed_batch` at a time (1: each seed's step unbatched, in sequence). With `grid`
+  `seed_batch` at a time (1: each seed's step unbatched, in sequence; None: `neural.sweep`'s
+  default for the device, `rbx.core.batching`). With `grid`
   ({field: values}, e.g. {"nu": [...]}), `agent(**point)` builds the agent of each grid point,
   the grid's numeric fields traced, as in `neural.sweep`."""
   def program(hp):
@@ -92,6 +94,10 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
 
     return protocol.Run(prefilled, run.step)
 
+  if seed_batch is None:
+    seed_batch = core_sweep.default_seed_batch(
+        lambda **hp: (env, agent(**hp) if grid else agent), grid or {}, seeds, capacity,
+        static=(), envs=[env], devices=devices).seed_batch
   points = Grid(grid or {})
   sweep = driver.Sweep(program, points, np.arange(seeds), steps * (repeats + 1))
   ends = []                     # the driver asks `stop` once a chunk's regrets are on the host

@@ -142,7 +142,7 @@ def alternated_table(title, configs, actions, repeats=3):
 
 def seed_batch_table(actions, prompts=100, repeats=2):
   """Algorithm 1 (α = 3) through rlhf.sweep with the default devices at several seed batches
-  (seeds vmapped at once per device), beside the default (`rlhf.registry.default_seed_batch`):
+  (seeds vmapped at once per device), beside the CPU default (`rlhf.registry.cpu_seed_batch`):
   per A on one prompt, and on `prompts` prompts at A = 10; the batches alternated `repeats`
   times, the best and the lowest rate of each."""
   print("6. Algorithm 1 (α = 3) through rlhf.sweep (default devices) per seed batch, alternated "
@@ -151,7 +151,7 @@ def seed_batch_table(actions, prompts=100, repeats=2):
   cases.append((prompts, 10, 256, 4))
   for X, A, seeds, steps in cases:
     env = rlhf.random_instance(jax.random.key(A), X, A, 0.5, 2.0, deviation=1.0)
-    default = rlhf_registry.default_seed_batch(env)
+    default = rlhf_registry.cpu_seed_batch(env)
     rates = {batch: [] for batch in sorted({1, 4, 16, 64, default})}
     for _ in range(repeats):
       for batch, rate in rates.items():

@@ -292,7 +292,7 @@ def round_seconds(env, name: str, args, steps: int, seeds: int) -> tuple[float, 
   agent = make()[1] if grid is None else (lambda nu: make(nu)[1])
   per = time_rbx(env, agent, history=history, capacity=capacity, seeds=seeds, steps=1,
                  repeats=args.estimate_rounds, devices=None,
-                 seed_batch=neural.default_seed_batch(), grid=grid)
+                 seed_batch=None, grid=grid)
   return per * seeds * (1 if grid is None else len(args.nu)), history
 
 

@@ -15,9 +15,11 @@ chunk = 100                  # steps per jitted chunk (checkpoint, progress); de
                              # never more than steps
 record = "steps"             # "steps", "log" (R(t) at log_points log-spaced t) or "summary" (R(T))
 log_points = 50
-seed_batch = 64              # seeds vmapped at once per device (default rlhf 64, fewer for large
-                             # A and |X|: rbx.rlhf.registry.default_seed_batch; neural 1 on a
-                             # CPU, 64 on an accelerator: rbx.neural.default_seed_batch)
+seed_batch = 64              # seeds vmapped at once per device (default, rbx.core.batching: on
+                             # a CPU the family's cache rule, rlhf the largest power of two
+                             # <= 64 with seeds x |X| x A^2 <= 2^16, neural 1; on an accelerator
+                             # as many of its seeds as fit in half its free memory at the
+                             # sweep's per-seed state and step bytes); metadata.json says why
 seed_block = 4096            # seeds held in memory at once (default: all)
 devices = 8                  # local devices to shard the seeds over (default: all)
 out = "runs/example1"        # the run directory (default runs/<config name>)
@@ -100,7 +102,7 @@ import tomli_w
 
 from rbx import _checks
 from rbx import data as data_lib
-from rbx.core import registry
+from rbx.core import batching, registry
 from rbx.core import sweep as sweep_lib
 from rbx.core.grid import RUN, Grid, runs
 from rbx.core.record import RECORDS
@@ -147,6 +149,7 @@ class Config(NamedTuple):
     grid: field -> values, in the config's order; or a list of such sub-grids ([[grid]]).
     seeds: the seeds, int array (from n, a list or "START:STOP").
     steps, chunk, record, log_points, seed_batch, seed_block, devices: how to run.
+    seed_batch_reason: why `seed_batch` ("set by the user" or `rbx.core.batching`'s words).
     out: the run directory.
     text: the config file's text.
     build: `build(**point) -> (env, agent)` of one grid point (its grid values, traced or
@@ -168,6 +171,7 @@ class Config(NamedTuple):
   record: str
   log_points: int
   seed_batch: int
+  seed_batch_reason: str
   seed_block: int | None
   devices: int | None
   out: str
@@ -194,7 +198,8 @@ class Config(NamedTuple):
 
   def sweep_options(self) -> dict[str, Any]:
     """The keyword arguments of `rbx.sweep` that this config sets."""
-    return dict(static=self.static(), devices=self.devices, seed_batch=self.seed_batch,
+    return dict(static=self.static(), devices=self.devices,
+                seed_batch=batching.Choice(self.seed_batch, self.seed_batch_reason),
                 chunk=self.chunk, record=self.record, log_points=self.log_points,
                 seed_block=self.seed_block)
 
@@ -406,14 +411,18 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
                   seeds=np.zeros(0, np.int64),     # made once their memory is checked, below
                   steps=steps, chunk=chunk, record=record,
                   log_points=run.get("log_points", 50),
-                  seed_batch=run.get("seed_batch"),     # None: the family's, set below
+                  seed_batch=run.get("seed_batch"),     # None: the default, set below
+                  seed_batch_reason=batching.USER,
                   seed_block=seed_block, devices=run.get("devices"),
                   out=out or run.get("out", default_out), text=text,
                   build=registry.Build(family, env_name, fixed, steps), effective={})
   envs = _check_points(config, where)
   config = config._replace(effective=_resolve_effective(config, family, envs))
   if config.seed_batch is None:
-    config = config._replace(seed_batch=family.grid_seed_batch(envs))
+    choice = _wrap(lambda: sweep_lib.default_seed_batch(
+        config.build, config.grid, num_seeds, steps, static=config.static(), envs=envs,
+        devices=config.devices))
+    config = config._replace(seed_batch=choice.seed_batch, seed_batch_reason=choice.reason)
   _wrap(lambda: sweep_lib.check_memory(config.build, config.grid, num_seeds, steps,
                                        checkpoint=True, **config.sweep_options()))
   return config._replace(seeds=np.arange(seeds) if isinstance(seeds, int) else np.asarray(seeds))

@@ -194,7 +194,9 @@ def test_the_default_seed_batch_is_the_familys_for_the_largest_problem():
   sized = lambda A, top="": config.loads(make(top=top, env=random.replace("10", str(A)),
                                               agent='name = "greedy"'))
   assert [sized(A).seed_batch for A in (3, 10, 32, 33, 50, 200)] == [64, 64, 64, 32, 16, 1]
-  assert sized(50, top="seed_batch = 64").seed_batch == 64
+  assert sized(50).seed_batch_reason == "cpu cache rule: seeds × |X| × A² ≤ 2^16"
+  given = sized(50, top="seed_batch = 64")
+  assert (given.seed_batch, given.seed_batch_reason) == (64, "set by the user")
   grid = config.loads(make(env='name = "random_instance"\nnum_prompts = 1', agent='name = "greedy"',
                            grid="num_actions = [10, 50]"))
   assert grid.seed_batch == 16

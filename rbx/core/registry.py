@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import _checks
+from rbx.core import batching
 
 REAL, INT, STR, BOOL, VECTOR, TABLE = "real", "int", "str", "bool", "vector", "table"
 KINDS = (REAL, INT, STR, BOOL, VECTOR, TABLE)
@@ -163,8 +164,12 @@ class Family:
     name: "rlhf", "neural", ...
     env_types: the classes of the family's environments (how `rbx.sweep` finds the family).
     envs, agents: name -> `Entry`, in registration order.
-    seed_batch: `seed_batch(env) -> int`, the default seeds vmapped at once per device for an
-      environment of the family (64 unless the family says otherwise).
+    cpu_seed_batch: `cpu_seed_batch(env) -> int`, the seeds vmapped at once per CPU device
+      for an environment of the family (64 unless the family says otherwise), by the rule
+      `cpu_rule` states in words (`rbx.core.batching`).
+    step_bytes: `step_bytes(env, state) -> int`, the bytes a step holds per seed beyond its
+      `state` bytes of carried state, at most (0 unless the family says): with the state, the
+      per-seed working set that sizes the seed batch on an accelerator.
     prepare: `prepare(agent_params, env, steps) -> agent_params` turns declared parameters
       into constructor arguments (e.g. a schedule's name and parameters into α_t); identity
       by default.
@@ -173,19 +178,28 @@ class Family:
   """
 
   def __init__(self, name: str, env_types: tuple[type, ...] = (),
-               seed_batch: Callable[[Any], int] = lambda env: 64, prepare: Callable | None = None,
-               reference_exponent: Callable | None = None):
+               cpu_seed_batch: Callable[[Any], int] = lambda env: 64,
+               cpu_rule: str = "64 seeds", step_bytes: Callable[[Any, int], int] = lambda env, state: 0,
+               prepare: Callable | None = None, reference_exponent: Callable | None = None):
     self.name = name
     self.env_types = tuple(env_types)
     self.envs: dict[str, Entry] = {}
     self.agents: dict[str, Entry] = {}
-    self.seed_batch = seed_batch
+    self.cpu_seed_batch = cpu_seed_batch
+    self.cpu_rule = cpu_rule
+    self.step_bytes = step_bytes
     self.prepare = prepare or (lambda params, env, steps: params)
     self.reference_exponent = reference_exponent or (lambda results, point: None)
 
-  def grid_seed_batch(self, envs) -> int:
-    """The default seed batch of a sweep over these environments: the smallest of theirs."""
-    return min(self.seed_batch(env) for env in envs)
+  def cpu_choice(self, envs) -> batching.Choice:
+    """The CPU seed batch of a sweep over these environments: the smallest of theirs."""
+    return batching.Choice(min(self.cpu_seed_batch(env) for env in envs),
+                           f"cpu cache rule: {self.cpu_rule}")
+
+  def working_set(self, envs, state: int) -> int:
+    """Bytes per seed of a sweep over these environments with `state` bytes of carried
+    state a seed: the state and the largest step's transients."""
+    return state + max(self.step_bytes(env, state) for env in envs)
 
   def env(self, name: str, make: Callable, params: Mapping[str, Param], doc: str = "") -> Callable:
     """Registers environment `name`; returns `make`."""

@@ -84,7 +84,8 @@ class Results:
       else None.
     recorded: R(t) at the recorded steps, float64 (*grid, seed, step), when only some steps
       were recorded (record "log" or "summary"); else None.
-    timing: compile_seconds, run_seconds, seed_steps and seed_steps_per_second of the sweep.
+    timing: compile_seconds, run_seconds, seed_steps and seed_steps_per_second of the sweep,
+      its seed_batch and seed_batch_reason (`rbx.core.batching`).
     complete: False for a sweep stopped early (the rows not run are NaN).
     config: the config as run (a dict), when loaded from a run directory.
     metadata: the run's metadata, when loaded from a run directory.
@@ -93,7 +94,7 @@ class Results:
   coords: dict[str, np.ndarray]
   regret: np.ndarray | None = None
   recorded: np.ndarray | None = None
-  timing: dict[str, float] | None = None
+  timing: dict[str, Any] | None = None
   complete: bool = True
   config: dict | None = None
   metadata: dict | None = None

@@ -7,7 +7,9 @@ the chunked driver (`rbx.core.driver`): traced fields vmapped in one program, st
 seeds mapped in batches of `seed_batch` and sharded over `devices`. Which fields are static
 defaults from the registry of the environment's family (`rbx.core.registry`): a field that
 any of its environments or agents declares static (e.g. "width", "train_steps"); strings are
-always static. The family also gives the default `seed_batch`.
+always static. The family also gives what the default `seed_batch` is made from
+(`rbx.core.batching`: on a CPU its cache rule, on an accelerator the device's free memory over
+the per-seed working set).
 
 The family conveniences `rlhf.sweep` and `neural.sweep` are this function. TOML runs
 (`rbx run`, `rbx.experiment`) call it too, with the checkpoint hooks `start`, `on_chunk` and
@@ -26,7 +28,7 @@ import jax
 
 from rbx import _checks
 from rbx.core import devices as devices_lib
-from rbx.core import driver, memory, protocol, registry
+from rbx.core import batching, driver, memory, protocol, registry
 from rbx.core import progress as progress_lib
 from rbx.core import grid as grid_lib
 from rbx.core.grid import Grid, seed_list
@@ -36,7 +38,8 @@ from rbx.core.results import Results, from_records
 
 def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, Sequence[Any]],
           seeds: int | Sequence[int], steps: int, *, static: Sequence[str] | None = None,
-          devices: int | None = None, seed_batch: int | None = None, chunk: int | None = None,
+          devices: int | None = None, seed_batch: int | batching.Choice | None = None,
+          chunk: int | None = None,
           record: str = "steps", log_points: int = 50, seed_block: int | None = None,
           progress: bool | None = None, start: driver.Snapshot | None = None,
           on_chunk: Callable[[driver.Snapshot], None] | None = None,
@@ -55,8 +58,10 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     steps: T, steps per run.
     static: fields looped over in Python; default: the fields the family declares static.
     devices: local devices to shard the seeds over (default all, at most one per seed).
-    seed_batch: seeds vmapped at once per device (default: the family's for the grid's
-      environments, the smallest of them; rlhf: fewer for large A and |X|).
+    seed_batch: seeds vmapped at once per device (default: `rbx.core.batching`'s for this
+      sweep and device — a CPU: the family's cache rule for the grid's environments, the
+      smallest of them; an accelerator: as many as fit in half its free memory); or a
+      `batching.Choice` made earlier (`rbx.config`). The results' timing records it and why.
     chunk: steps per jitted chunk (progress, checkpoints, Ctrl-C); default all T, or about
       T/20 (a divisor of T) when a bar is shown.
     record: "steps" (every r_t), "log" or "summary" (see `rbx.core.record`).
@@ -79,15 +84,17 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   num_seeds = _checks.num_seeds(seeds)
   build, grid, static = grid_lib.expand(build, grid, static)
   plan, family, envs = _plan(build, grid, steps, static)
+  mesh = devices_lib.seed_mesh(devices, math.ceil(num_seeds / jax.process_count()))
+  state = _state_bytes(plan)
   if seed_batch is None:
-    seed_batch = family.grid_seed_batch(envs) if family is not None else 64
+    choice = _seed_batch(plan, family, envs, num_seeds, mesh, state)
+  else:
+    choice = batching.given(seed_batch)
   if chunk is None and progress_lib.shown(progress):
     chunk = progress_lib.chunk_for(steps)
   options = driver.Options(chunk=chunk, record=record, log_points=log_points,
-                           seed_batch=_checks.positive_int("seed_batch", seed_batch),
-                           seed_block=seed_block)
-  mesh = devices_lib.seed_mesh(devices, math.ceil(num_seeds / jax.process_count()))
-  _check_memory(plan, options, num_seeds, mesh, checkpoint=on_chunk is not None)
+                           seed_batch=choice.seed_batch, seed_block=seed_block)
+  _check_memory(plan, options, num_seeds, mesh, checkpoint=on_chunk is not None, state=state)
   seeds = seed_list(seeds)
   plan = plan._replace(seeds=devices_lib.process_slice(seeds))
   try:
@@ -102,7 +109,8 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   stats = out.stats
   timing = dict(compile_seconds=stats["compile_seconds"], run_seconds=stats["run_seconds"],
                 seed_steps=int(stats["seed_steps"]),
-                seed_steps_per_second=stats["seed_steps"] / max(stats["run_seconds"], 1e-12))
+                seed_steps_per_second=stats["seed_steps"] / max(stats["run_seconds"], 1e-12),
+                seed_batch=choice.seed_batch, seed_batch_reason=choice.reason)
   data = out.recorder.data if not out.complete else devices_lib.gather(out.recorder.data,
                                                                        seeds.size, axis=2)
   if compiles is not None:
@@ -124,25 +132,53 @@ def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | N
   return _driver_sweep(build, grid, None, steps, static), family, envs
 
 
+def default_seed_batch(build, grid, seeds: int, steps: int, *, static: Sequence[str],
+                       envs: Sequence[Any], devices: int | None = None) -> batching.Choice:
+  """The default seed batch of sweeping `seeds` seeds over `grid`, whose grid points'
+  environments are `envs` (`rbx.core.batching`); the grid is not validated again."""
+  build, grid, static = grid_lib.expand(build, grid, static)
+  seeds = _checks.positive_int("seeds", seeds)
+  plan = _driver_sweep(build, grid, None, steps, static)
+  return _seed_batch(plan, family_of(envs[0]), envs, seeds,
+                     devices_lib.seed_mesh(devices, math.ceil(seeds / jax.process_count())),
+                     _state_bytes(plan))
+
+
+def _seed_batch(plan: driver.Sweep, family: registry.Family | None, envs, num_seeds: int,
+                mesh, state: int) -> batching.Choice:
+  """`default_seed_batch` of a plan whose state is `state` bytes a seed."""
+  family = family or registry.Family("")
+  used = _used(mesh)
+  free, _ = memory.device_available(used)
+  per_device = math.ceil(math.ceil(num_seeds / jax.process_count()) / len(used))
+  return batching.choose(used[0].platform, free, family.working_set(envs, state), per_device,
+                         family.cpu_choice(envs))
+
+
+def _used(mesh) -> list:
+  """The local devices a sweep on `mesh` (None: one device) runs on."""
+  return jax.local_devices()[:1] if mesh is None else list(mesh.devices.flat)
+
+
 def check_memory(build, grid, seeds: int, steps: int, *, static: Sequence[str],
-                 devices: int | None = None, seed_batch: int = 64, chunk: int | None = None,
-                 record: str = "steps", log_points: int = 50, seed_block: int | None = None,
-                 checkpoint: bool = False) -> memory.Estimate:
+                 devices: int | None = None, seed_batch: int | batching.Choice = 64,
+                 chunk: int | None = None, record: str = "steps", log_points: int = 50,
+                 seed_block: int | None = None, checkpoint: bool = False) -> memory.Estimate:
   """The memory estimate of sweeping `seeds` seeds (`rbx.core.memory`; `checkpoint`: a
   checkpoint is written after every chunk); ValueError stating it, the limit and the fix when
   it does not fit on this machine. The grid is not validated again."""
   options = driver.Options(chunk=chunk, record=record, log_points=log_points,
-                           seed_batch=_checks.positive_int("seed_batch", seed_batch),
+                           seed_batch=batching.given(seed_batch).seed_batch,
                            seed_block=seed_block)
   build, grid, static = grid_lib.expand(build, grid, static)
-  return _check_memory(_driver_sweep(build, grid, None, steps, static), options,
-                       _checks.positive_int("seeds", seeds),
+  plan = _driver_sweep(build, grid, None, steps, static)
+  return _check_memory(plan, options, _checks.positive_int("seeds", seeds),
                        devices_lib.seed_mesh(devices, math.ceil(seeds / jax.process_count())),
-                       checkpoint)
+                       checkpoint, _state_bytes(plan))
 
 
 def _check_memory(plan: driver.Sweep, options: driver.Options, num_seeds: int, mesh,
-                  checkpoint: bool) -> memory.Estimate:
+                  checkpoint: bool, state: int) -> memory.Estimate:
   chunk = plan.steps if options.chunk is None else _checks.positive_int("chunk", options.chunk)
   block = math.ceil(num_seeds / jax.process_count())
   if options.seed_block is not None:
@@ -150,11 +186,11 @@ def _check_memory(plan: driver.Sweep, options: driver.Options, num_seeds: int, m
   _checks.choice("record", options.record, RECORDS)
   recorded = (plan.steps if options.record == "steps"       # not recorded_steps: T may be huge
               else recorded_steps(options.record, plan.steps, options.log_points).size)
-  used = jax.local_devices()[:1] if mesh is None else list(mesh.devices.flat)
+  used = _used(mesh)
   need = memory.estimate(
       combos=len(plan.grid.combos()), points=plan.grid.num_points, seeds=num_seeds,
       recorded=recorded, record=options.record, block=block, chunk=min(chunk, plan.steps),
-      state=_state_bytes(plan), devices=len(used), seed_batch=options.seed_batch,
+      state=state, devices=len(used), seed_batch=options.seed_batch,
       checkpoint=checkpoint)
   memory.check(need, used)
   return need

@@ -17,7 +17,7 @@ from rbx.neural.baselines import bootstrapped_nn, deep_fpl, lin_rbmle, lin_ucb
 from rbx.neural.env import (ClassificationEnv, Context, Spec, SyntheticEnv, classification,
                             synthetic)
 from rbx.neural.network import Params
-from rbx.neural.registry import FAMILY, default_seed_batch, get
+from rbx.neural.registry import FAMILY, get
 from rbx.neural.training import regularised_log_likelihood
 
 
@@ -35,5 +35,5 @@ __all__ = [
     "Agent", "AgentState", "Transition", "get", "neural_ts", "neural_ucb", "rbmle_ga",
     "rbmle_pc", "regularised_log_likelihood",
     "ClassificationEnv", "Context", "Spec", "SyntheticEnv", "classification", "synthetic",
-    "FAMILY", "Params", "default_seed_batch", "simulate", "sweep",
+    "FAMILY", "Params", "simulate", "sweep",
 ]

@@ -14,8 +14,6 @@ data set (`dataset = "mushroom"` in a config's [env] table) is the config layer'
 """
 from __future__ import annotations
 
-import jax
-
 from rbx.core import registry
 from rbx.core.protocol import Agent
 from rbx.core.registry import Param, boolean, integer, real, string, vector
@@ -24,19 +22,21 @@ from rbx.neural import env as env_lib
 from rbx.neural import network as network_lib
 
 
-def default_seed_batch() -> int:
-  """Seeds vmapped at once by default: 1 on a CPU, 64 on an accelerator.
-
-  A neural seed's round is many products of rows × (d, m) blocks, large enough to keep a CPU
-  core busy alone; vmapping seeds batches them further and, for full-batch training, turns
-  the loop over the history's chunks into a masked loop over the longest seed's, which runs
-  slower per seed-step on a CPU than each seed unbatched (see benchmarks/README.md).
-  """
-  return 1 if jax.default_backend() == "cpu" else 64
+def step_bytes(env, state: int) -> int:
+  """Bytes a round holds per seed beyond its state, at most: per arm a gradient and its
+  products, each smaller than the state (which holds the network, its Z and the history):
+  K × state."""
+  return env.num_arms * state
 
 
-FAMILY = registry.family("neural", env_types=(env_lib.ClassificationEnv, env_lib.SyntheticEnv),
-                         seed_batch=lambda env: default_seed_batch())
+FAMILY = registry.family(
+    "neural", env_types=(env_lib.ClassificationEnv, env_lib.SyntheticEnv),
+    cpu_seed_batch=lambda env: 1, step_bytes=step_bytes,
+    # A neural seed's round is many products of rows × (d, m) blocks, large enough to keep a
+    # CPU core busy alone; vmapping seeds batches them further and, for full-batch training,
+    # turns the loop over the history's chunks into a masked loop over the longest seed's,
+    # which runs slower per seed-step on a CPU than each seed unbatched (benchmarks/README.md).
+    cpu_rule="1 seed (a seed's round keeps a core busy)")
 
 FAMILY.env("synthetic", env_lib.synthetic, {
     "reward": string(env_lib.SYNTHETIC_REWARDS, doc="h(x): xᵀa, 10(xᵀa)² or cos(3xᵀa)"),

@@ -74,8 +74,8 @@ def _random_instance(num_prompts=4, num_actions=3, beta=0.5, r_max=2.0, deviatio
                                  deviation, learner_r_max)
 
 
-def default_seed_batch(env) -> int:
-  """Seeds vmapped at once per device by default for `env`: the largest power of two ≤ 64 with
+def cpu_seed_batch(env) -> int:
+  """Seeds vmapped at once per CPU device for `env`: the largest power of two ≤ 64 with
   seeds × |X| × A² ≤ 2^16, at least 1 — 64 at A ≤ 32 on one prompt, 16 at A = 50, 1 at
   A = 200, 4 at |X| = 100 and A = 10. The solver's batch then holds ≤ 2^16 × 16 starts entries
   per (A, A) array, near the CPU's caches: 64 seeds ran Algorithm 1 at 0.45× the rate of 1–4
@@ -86,8 +86,20 @@ def default_seed_batch(env) -> int:
   return 1 << max(0, min(6, (2 ** 16 // per_seed).bit_length() - 1))
 
 
+_TRIALS = 8       # points a solver step holds per start: the current one and 5–7 trial points
+
+
+def step_bytes(env, state: int) -> int:
+  """Bytes a step holds per seed beyond its state, at most: the exact agents' solver holds
+  float32 (A, A) arrays for each of `SolverConfig().starts` starts × `_TRIALS` points at
+  every prompt, |X| × starts × 8 × A² floats. The linear agents' starts hold (X, A) arrays
+  (the features φ are the task's, shared by the seeds), the practical agents' policies less."""
+  return 4 * SolverConfig().starts * _TRIALS * env.num_prompts * env.num_actions ** 2
+
+
 FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.ContextualPreferenceEnv),
-                    seed_batch=default_seed_batch,
+                    cpu_seed_batch=cpu_seed_batch, cpu_rule="seeds × |X| × A² ≤ 2^16",
+                    step_bytes=step_bytes,
                     prepare=prepare, reference_exponent=analysis.paper_exponent)
 
 ENV_BETA = reg.real(doc="the KL weight β ≥ 0 (0: the greedy policy; exact agents only)")

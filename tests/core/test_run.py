@@ -107,6 +107,13 @@ def reference(tmp_path_factory):
   return path, results_lib.load(root / "ref")
 
 
+def test_the_run_records_its_seed_batch_and_why(reference):
+  res = reference[1]
+  why = (64, "cpu cache rule: seeds × |X| × A² ≤ 2^16")     # rlhf's on a CPU
+  assert (res.metadata["sizes"]["seed_batch"], res.metadata["sizes"]["seed_batch_reason"]) == why
+  assert (res.timing["seed_batch"], res.timing["seed_batch_reason"]) == why
+
+
 def _start(cfg: Path, out: Path) -> subprocess.Popen:
   return subprocess.Popen([sys.executable, "-m", "rbx.cli", "run", str(cfg), "--out", str(out),
                            "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,

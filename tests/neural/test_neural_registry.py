@@ -23,7 +23,7 @@ def test_the_family_is_registered_with_its_environments_and_agents():
   assert list(neural.FAMILY.envs) == ["synthetic", "classification"]
   assert core_sweep.family_of(neural.synthetic()) is neural.FAMILY
   assert core_sweep.family_of(neural.classification(*toy_data())) is neural.FAMILY
-  assert neural.FAMILY.seed_batch(neural.synthetic()) == neural.default_seed_batch()
+  assert neural.FAMILY.cpu_choice([neural.synthetic()]).seed_batch == 1
 
 
 @pytest.mark.parametrize("name", AGENTS)

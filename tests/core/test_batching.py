@@ -1,0 +1,67 @@
+"""The default seed batch as a function of the device: a CPU keeps the family's cache rule,
+an accelerator takes as many seeds as fit in half its free memory."""
+import jax
+import pytest
+
+import rbx
+from rbx import neural, rlhf
+from rbx.core import batching
+from rbx.core import sweep as core_sweep
+
+GIB = 2 ** 30
+RLHF_CPU = batching.Choice(64, "cpu cache rule: seeds × |X| × A² ≤ 2^16")
+
+
+def working_set(env) -> int:
+  """An rlhf sweep's per-seed bytes on `env`: its family's step bytes and a small state."""
+  return rlhf.FAMILY.working_set([env], 4096)
+
+
+def test_a_cpu_keeps_the_familys_cache_rule_whatever_the_memory():
+  for free in (None, 140 * GIB):
+    assert batching.choose("cpu", free, 10 ** 6, 4096, RLHF_CPU) == RLHF_CPU
+  env = lambda A, X=1: rlhf.random_instance(jax.random.key(0), X, A, 0.5, 2.0, 1.0)
+  assert [rlhf.FAMILY.cpu_choice([env(A)]).seed_batch for A in (10, 50, 200)] == [64, 16, 1]
+  assert rlhf.FAMILY.cpu_choice([env(10), env(50)]).seed_batch == 16
+  assert rlhf.FAMILY.cpu_choice([env(10, X=100)]).seed_batch == 4
+  assert neural.FAMILY.cpu_choice([neural.synthetic()]) == batching.Choice(
+      1, "cpu cache rule: 1 seed (a seed's round keeps a core busy)")
+
+
+def test_an_accelerator_takes_what_fits_in_half_its_free_memory():
+  one_prompt = working_set(rlhf.random_instance(jax.random.key(0), 1, 10, 0.5, 2.0, 1.0))
+  big = batching.choose("gpu", int(139.5 * GIB), one_prompt, 4096, RLHF_CPU)
+  assert big.seed_batch == 4096
+  assert big.reason.startswith("gpu: 4,096 seeds per device fit in 50% of 139.5 GiB free at ")
+  small = batching.choose("gpu", 64 * 2 ** 20, one_prompt, 4096, RLHF_CPU)
+  assert 1 < small.seed_batch < 4096
+  assert small.seed_batch * one_prompt <= 32 * 2 ** 20 < (small.seed_batch + 1) * one_prompt
+  assert small.reason.startswith(f"gpu: {small.seed_batch:,} of 4,096 seeds per device fit")
+  # larger problems: fewer seeds a batch in the same memory, never fewer than 1
+  sizes = [working_set(rlhf.random_instance(jax.random.key(0), 1, A, 0.5, 2.0, 1.0))
+           for A in (10, 50, 200, 1000)]
+  batches = [batching.choose("gpu", 1 * GIB, w, 4096, RLHF_CPU).seed_batch for w in sizes]
+  assert batches == sorted(batches, reverse=True) and batches[0] > batches[-1] >= 1
+  assert batching.choose("tpu", 0, 1, 64, RLHF_CPU).seed_batch == 1
+
+
+def test_an_accelerator_without_memory_stats_gets_the_fallback():
+  assert batching.choose("gpu", None, 1, 4096, RLHF_CPU) == batching.Choice(
+      batching.FALLBACK, f"gpu: no memory_stats, the fallback {batching.FALLBACK}")
+
+
+def test_a_given_seed_batch_is_checked_and_recorded_as_the_users():
+  assert batching.given(8) == batching.Choice(8, "set by the user")
+  assert batching.given(RLHF_CPU) is RLHF_CPU
+  with pytest.raises(ValueError, match="seed_batch must be"):
+    batching.given(0)
+
+
+def test_a_sweeps_timing_records_its_seed_batch_and_why():
+  build = lambda: (rlhf.example1(), rlhf.get("greedy"))
+  default = rbx.sweep(build, {}, seeds=2, steps=2, progress=False).timing
+  assert (default["seed_batch"], default["seed_batch_reason"]) == RLHF_CPU
+  given = rbx.sweep(build, {}, seeds=2, steps=2, seed_batch=1, progress=False).timing
+  assert (given["seed_batch"], given["seed_batch_reason"]) == (1, "set by the user")
+  envs = [build()[0]]
+  assert core_sweep.default_seed_batch(build, {}, 2, 2, static=(), envs=envs) == RLHF_CPU

@@ -1,0 +1,33 @@
+"""benchmarks/gpu.py at its tiny size: one Markdown table with every row, numbers that parse."""
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_the_tiny_table_has_every_row_and_its_numbers_parse(tmp_path):
+  spec = importlib.util.spec_from_file_location("gpu", ROOT / "benchmarks" / "gpu.py")
+  gpu = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(gpu)
+  out = tmp_path / "gpu.md"
+  text = gpu.main(["--tiny", "--out", str(out)])
+  assert out.read_text() == text
+  rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")][2:]
+  figures = [r[0].removeprefix("| ") for r in rows]
+  expected = [label for label in gpu.SWEEPS["tiny"] for _ in range(2)] + [
+      "README hello world", "rbx demo", "neural round, rbx", "neural round, PyTorch loop"] + [
+      f"Table 1 estimate, {ds}, {gpu.table1.label(name)}"
+      for ds in gpu.SHAPES for name in gpu.table1.ALGORITHMS]
+  assert figures == expected
+  number = lambda cell: float(cell.replace(",", ""))
+  measured = [r for r in rows if not r[1].startswith(("skipped", "torch not installed"))]
+  for r in measured:                    # figure, setting, batch, compile, run, value, unit
+    value = r[5]
+    assert number(value) > 0 and math.isfinite(number(value)), r
+  sections = {f.split(",")[0] for f in figures}
+  assert sections == {f.split(",")[0] for f in (r[0].removeprefix("| ") for r in measured)}
+  assert "cpu cache rule: seeds × |X| × A² ≤ 2^16" in text
