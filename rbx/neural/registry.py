@@ -4,7 +4,8 @@ fields.
 
 Reals (ν, n, λ, η, ζ, p, the reward noise) are traced: a grid over them runs in one program.
 Everything else is static, one program per value: the network and training settings
-(`width`, `depth`, `train_steps`, `batch_size`, `restart`, `optimizer`, `scaling`), GA's `arm_batch`,
+(`width`, `depth`, `train_steps`, `batch_size`, `restart`, `optimizer`, `scaling`), how the
+network's products run (`first_layer`, `matmul_precision`), GA's `arm_batch`,
 BootstrappedNN's `num_networks`, and the names (`likelihood`, `precision`, the environment's
 `reward`, ...).
 
@@ -35,8 +36,17 @@ def default_seed_batch() -> int:
   return 1 if jax.default_backend() == "cpu" else 64
 
 
+def prepare(params: dict, env, steps: int) -> dict:
+  """`params` with the device kind's `first_layer` and `matmul_precision`
+  (`rbx.neural.network.default_compute`) where they are not given, so a config's run records
+  the values it ran with (`rbx.config.Config.effective`); agents that do not declare them
+  ignore them."""
+  del env, steps
+  return network_lib.default_compute(jax.default_backend())._asdict() | params
+
+
 FAMILY = registry.family("neural", env_types=(env_lib.ClassificationEnv, env_lib.SyntheticEnv),
-                         seed_batch=lambda env: default_seed_batch())
+                         seed_batch=lambda env: default_seed_batch(), prepare=prepare)
 
 FAMILY.env("synthetic", env_lib.synthetic, {
     "reward": string(env_lib.SYNTHETIC_REWARDS, doc="h(x): xᵀa, 10(xᵀa)² or cos(3xᵀa)"),
@@ -73,6 +83,14 @@ TRAINING: dict[str, Param] = {
     "thin_after": integer(0, optional=True, doc="from round thin_after + 1 on, store and train "
                           "only every thin_every-th round (NeuralUCB's train.py: 2000)"),
     "thin_every": integer(1, doc="see thin_after (NeuralUCB's train.py: 100)"),
+    "first_layer": string(network_lib.FIRST_LAYERS, doc="the first layer's products: each row "
+                          "times its own block (blocks) or all rows times all blocks in one "
+                          "GEMM, each row's block then selected (dense); default: the device "
+                          "kind's (rbx.neural.network.default_compute)"),
+    "matmul_precision": string(network_lib.MATMUL_PRECISIONS, doc="the network's products: "
+                               "exact float32, tf32 (TensorFloat-32 where the hardware has it) "
+                               "or bf16 (bfloat16 operands, float32 sums); default: the device "
+                               "kind's"),
 }
 _TRAINS = (training.settings,)      # where the agents' **training go: their defaults
 _NU = real(0.0, doc="ν: α(t) = ν t^n, or the exploration weight")
