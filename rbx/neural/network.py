@@ -91,11 +91,10 @@ def compute(first_layer: str, matmul_precision: str) -> Compute:
 def default_compute(kind: str) -> Compute:
   """The products' settings for a device kind (`jax.default_backend()`: "cpu", "gpu", "tpu").
 
-  Every kind: "blocks" and "float32". On a CPU both are measured to win or tie (docs/algorithms.md,
-  "Products"): "dense" does B times the arithmetic there, and "tf32"/"bf16" compute float32
-  products (bf16 by rounding the operands, no faster). On an accelerator "dense" and "bf16" or
-  "tf32" are what its matrix units run fast, but that is unmeasured until benchmarks/gpu.py runs
-  there, so the default stays the exact one.
+  Every kind: "blocks" and "float32". On a CPU "dense" does B times the arithmetic and measured
+  5.2× slower (docs/algorithms.md, "Products"); "tf32" computes float32 there and "bf16" only
+  adds casts. On an accelerator "dense" with "tf32" or "bf16" is what its matrix units run fast,
+  but that is unmeasured until benchmarks/gpu.py runs there, so the default stays the CPU's.
   """
   del kind
   return Compute()
@@ -264,8 +263,8 @@ def arm_grads(params: Params, x: chex.Array, blocks: chex.Array,
     (K, d, m) is each arm's gradient with respect to its own block W1[blocks[a]].
   """
   h = rows_first_layer(params.W1, x, blocks, compute)
-  # the shared layers one copy per arm, as `block_of` per arm gives them: each arm's products
-  # are its own, as they were before `rows_first_layer` (bit for bit with "blocks", "float32")
+  # the shared layers copied per arm, so each arm's products are its own batch entry (shared,
+  # XLA would run them as one product, summing in another order than `apply_block` per arm)
   rest = jax.tree.map(lambda v: jnp.broadcast_to(v, h.shape[:1] + v.shape), params._replace(W1=()))
   after = lambda rest, h_a: _after_first(rest, h_a, compute.matmul_precision)
   f, (g, dh) = jax.vmap(jax.value_and_grad(after, argnums=(0, 1)))(rest, h)
