@@ -19,7 +19,8 @@ against the machine's peak (a large float32 matmul measured here, and the nomina
 on a shared data set (`--regret-data`, Satimage: the offline stand-in for Covertype).
 
 Usage: python benchmarks/neural_step_time.py [--history 100 2000] [--seeds 1 32]
-       [--seed-batch 1 16] [--no-torch]
+       [--seed-batch 1 16] [--first-layer blocks|dense] [--matmul-precision float32|tf32|bf16]
+       [--no-torch]
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ import numpy as np
 from covertype_like import covertype_like
 
 from rbx import data, neural            # one CPU device per core (rbx.core.devices)
+from rbx.neural import network
 from rbx.core import devices as devices_lib, driver, protocol
 from rbx.core import sweep as core_sweep
 from rbx.core.grid import Grid
@@ -49,7 +51,9 @@ AGENTS = ["rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ucb_exact", "neural_ts"]
 
 def make_agent(name, args, **kw):
   base = name.removesuffix("_exact")
-  settings = dict(width=args.width, train_steps=args.train_steps, eta=1e-3, lam=1e-3, nu=0.1) | kw
+  products = dict(first_layer=args.first_layer, matmul_precision=args.matmul_precision)
+  settings = (dict(width=args.width, train_steps=args.train_steps, eta=1e-3, lam=1e-3, nu=0.1)
+              | {k: v for k, v in products.items() if v is not None} | kw)
   if name.endswith("_exact"):
     settings["precision"] = "exact"
   if base == "rbmle_ga" and args.arm_batch is not None:
@@ -226,6 +230,10 @@ def main():
   p.add_argument("--data", type=int, default=5000)
   p.add_argument("--exact-max-seeds", type=int, default=1,
                  help="Z⁻¹ is (p, p) per seed (5.7 GB at p = 37,900): larger seed counts skip it")
+  p.add_argument("--first-layer", default=None, choices=network.FIRST_LAYERS,
+                 help="the network's first-layer products (default: the device kind's)")
+  p.add_argument("--matmul-precision", default=None, choices=network.MATMUL_PRECISIONS,
+                 help="the network's products' precision (default: the device kind's)")
   p.add_argument("--no-torch", action="store_true")
   p.add_argument("--peak-flops-per-cycle", type=float, default=32.0,
                  help="float32 flops per cycle per core (AVX-512 or 2×AVX2 FMA: 32)")

@@ -33,6 +33,10 @@ beta = 0.5
 name = "algorithm1"          # or a list in [grid] agent = [...]
 alpha = 3.0                  # rlhf: the constant schedule's α, or schedule = "proposition3"
                              # with its own parameters (scale, kappa, mu, ...)
+first_layer = "blocks"       # neural network agents: the first layer's products, "blocks" or
+                             # "dense" (one GEMM over all blocks); matmul_precision = "float32",
+                             # "tf32" or "bf16"; unset: the device kind's
+                             # (rbx.neural.network.default_compute), recorded as run
 [agent.solver]               # rlhf only: `rbx.rlhf.SolverConfig` fields
 starts = 16
                              # algorithm1 only: [agent.unsampled_solver] (the same fields) and

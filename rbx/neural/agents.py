@@ -127,7 +127,7 @@ def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, zeta_n=0.0,
 
     def fit_arm(args):
       theta, os, x, b = args
-      bias = lambda th: a_t * network.apply(th, x, b)
+      bias = lambda th: a_t * network.apply(th, x, b, cfg.compute)
       return training_lib.fit(theta, os, state.theta0, state.buffer, key, lik, lam, opt, cfg,
                               bias)
 
@@ -136,8 +136,8 @@ def rbmle_ga(nu=0.1, n=0.5, lam=1e-3, eta=0.01, zeta=1.0, zeta_n=0.0,
     over_arms = lambda f, xs: batched_map(f, xs, batch)
     thetas, opt_state = over_arms(fit_arm, (thetas, opt_state, obs.x, obs.block))
     ell = over_arms(lambda th: training_lib.regularised_log_likelihood(
-        th, state.theta0, state.buffer, lik, lam), thetas)
-    f = jax.vmap(network.apply)(thetas, obs.x, obs.block)
+        th, state.theta0, state.buffer, lik, lam, cfg.compute), thetas)
+    f = jax.vmap(lambda th, x, b: network.apply(th, x, b, cfg.compute))(thetas, obs.x, obs.block)
     index = ell + a_t * weight(state.t) * f
     return state._replace(theta=thetas, opt_state=opt_state), jnp.argmax(index)
 
@@ -162,7 +162,7 @@ def rbmle_pc(nu=0.1, n=0.5, lam=1e-3, eta=0.01, precision: str = "diag",
     theta_bar = jax.tree.map(lambda p, v: p + alpha(state.t) / cfg.width * v,
                              jax.vmap(lambda b: network.block_of(state.theta, b))(obs.block),
                              z_inv_g)
-    return jax.vmap(network.apply_block)(theta_bar, obs.x)
+    return jax.vmap(lambda th, x: network.apply_block(th, x, cfg.compute))(theta_bar, obs.x)
 
   return _z_agent("rbmle_pc", index, lam, opt, cfg, precision, z_after_training=True)
 
@@ -244,7 +244,7 @@ def _z_agent(name, index, lam, opt, cfg, precision_name, z_after_training, m_z=N
   def act(key, state, obs, spec):
     del spec
     k_index, _ = jax.random.split(key)
-    f, g = network.arm_grads(state.theta, obs.x, obs.block)
+    f, g = network.arm_grads(state.theta, obs.x, obs.block, cfg.compute)
     z_inv_g = prec.solve(state.z, state.theta0, g, obs.block)
     arm = jnp.argmax(index(k_index, state, obs, f, g, z_inv_g))
     if not z_after_training:
@@ -272,7 +272,7 @@ def _z_agent(name, index, lam, opt, cfg, precision_name, z_after_training, m_z=N
       state = jax.lax.cond(training_lib.trains(cfg, state.t), learn, skip, *args)
     if z_after_training:
       g_t = jax.grad(network.apply_block)(network.block_of(state.theta, obs.block[arm]),
-                                          obs.x[arm])
+                                          obs.x[arm], cfg.compute)
     else:
       g_t = state.g
     return state._replace(z=prec.update(state.z, state.theta0, g_t, obs.block[arm],

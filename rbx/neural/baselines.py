@@ -129,7 +129,7 @@ def deep_fpl(nu=0.1, lam=1e-3, eta=0.01, **training) -> Agent:
 
   def act(key, state, obs, spec):
     del key, spec
-    return state, jnp.argmax(network.predict_each(state.theta, obs.x, obs.block))
+    return state, jnp.argmax(network.predict_each(state.theta, obs.x, obs.block, cfg.compute))
 
   def update(key, state, obs, arm, reward, spec):
     del spec
@@ -178,7 +178,7 @@ def bootstrapped_nn(p=0.8, lam=1e-3, eta=0.01, num_networks: int = 10, **trainin
     k_pick, _, _ = jax.random.split(key, 3)
     j = jax.random.randint(k_pick, (), 0, q)
     theta_j = jax.tree.map(lambda v: v[j], state.theta)
-    return state, jnp.argmax(network.predict_each(theta_j, obs.x, obs.block))
+    return state, jnp.argmax(network.predict_each(theta_j, obs.x, obs.block, cfg.compute))
 
   def update(key, state, obs, arm, reward, spec):
     del spec

@@ -28,9 +28,21 @@ The parameter vector θ ∈ R^p is `ravel_pytree(params)`. Per-arm gradients are
 arm a's gradient is zero outside W1[b_a] and the shared layers (and biases), so `arm_grads`
 returns a `Params` whose `W1` leaf is the (K, d, m) stack of each arm's own block;
 `to_dense`/`from_dense` convert to R^p.
+
+How the products run (`Compute`, static; every choice computes the same f up to rounding):
+`first_layer` — "blocks" (each row's x @ W1[b] on its gathered block, the rows' products a
+batch of (d,) @ (d, m) products) or "dense" (the rows X (n, d) times every block at once,
+X @ W1 as (d, B·m): one GEMM of B times the arithmetic, the shape an accelerator's matrix
+units run, then each row's block of m columns selected); `matmul_precision` — "float32"
+(exact float32 products, `Precision.HIGHEST`), "tf32" (`Precision.HIGH`, JAX's
+"tensorfloat32": TF32 products where the hardware has them; a CPU computes float32) or "bf16"
+(operands rounded to bfloat16, products accumulated and returned in float32 — done by casting,
+as XLA:CPU ignores the precision setting, so its rounding shows on a CPU too).
+`default_compute` chooses them per device kind.
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import chex
@@ -57,6 +69,43 @@ class Params(NamedTuple):
 
 
 NETWORKS = ("paper", "torch")
+FIRST_LAYERS = ("blocks", "dense")
+MATMUL_PRECISIONS = ("float32", "tf32", "bf16")
+_LAX_PRECISION = {"float32": jax.lax.Precision.HIGHEST, "tf32": jax.lax.Precision.HIGH}
+
+
+class Compute(NamedTuple):
+  """How the network's products run (module docstring): `first_layer` one of `FIRST_LAYERS`,
+  `matmul_precision` one of `MATMUL_PRECISIONS`."""
+  first_layer: str = "blocks"
+  matmul_precision: str = "float32"
+
+
+def compute(first_layer: str, matmul_precision: str) -> Compute:
+  """The checked `Compute`; `ValueError` naming the field for a value not allowed."""
+  _checks.choice("first_layer", first_layer, FIRST_LAYERS)
+  _checks.choice("matmul_precision", matmul_precision, MATMUL_PRECISIONS)
+  return Compute(first_layer, matmul_precision)
+
+
+def default_compute(kind: str) -> Compute:
+  """The products' settings for a device kind (`jax.default_backend()`: "cpu", "gpu", "tpu").
+
+  Every kind: "blocks" and "float32". On a CPU "dense" does B times the arithmetic and measured
+  5.2× slower (docs/algorithms.md, "Products"); "tf32" computes float32 there and "bf16" only
+  adds casts. On an accelerator "dense" with "tf32" or "bf16" is what its matrix units run fast,
+  but that is unmeasured until benchmarks/gpu.py runs there, so the default stays the CPU's.
+  """
+  del kind
+  return Compute()
+
+
+def matmul(subscripts: str, a: chex.Array, b: chex.Array, precision: str) -> chex.Array:
+  """`jnp.einsum(subscripts, a, b)` at `precision` (`MATMUL_PRECISIONS`), float32 out."""
+  if precision == "bf16":
+    return jnp.einsum(subscripts, a.astype(jnp.bfloat16), b.astype(jnp.bfloat16),
+                      preferred_element_type=jnp.float32)
+  return jnp.einsum(subscripts, a, b, precision=_LAX_PRECISION[precision])
 
 
 def init(key: chex.PRNGKey, dim: int, width: int, depth: int = 2, num_blocks: int = 1,
@@ -107,20 +156,21 @@ def check_architecture(width: int, depth: int, kind: str = "paper") -> None:
     raise ValueError(f"depth must be >= 2 (L >= 2 in (2)), got {depth}")
 
 
-def apply_block(block_params: Params, x: chex.Array) -> chex.Array:
+def apply_block(block_params: Params, x: chex.Array, compute: Compute = Compute()) -> chex.Array:
   """f(x; θ) given the arm's first-layer block `block_params.W1` (d, m); x (d,) -> ()."""
-  return _after_first(block_params, x @ block_params.W1)
+  p = compute.matmul_precision
+  return _after_first(block_params, matmul("d,dm->m", x, block_params.W1, p), p)
 
 
-def _after_first(params: Params, h: chex.Array) -> chex.Array:
+def _after_first(params: Params, h: chex.Array, precision: str) -> chex.Array:
   """f from the first layer's product h = x W_1 (…, m): the biases (if any), the ReLUs, the
   hidden layers and the output, scaled by √m for "paper" (no biases), not for "torch"."""
   b = params.b or (0.0,) * (len(params.hidden) + 2)
   h = jax.nn.relu(h + b[0])
   for W, c in zip(params.hidden, b[1:-1]):
-    h = jax.nn.relu(h @ W + c)
+    h = jax.nn.relu(matmul("...i,ij->...j", h, W, precision) + c)
   scale = 1.0 if params.b else jnp.sqrt(params.w.shape[-1])
-  return scale * (h @ params.w) + b[-1]
+  return scale * matmul("...i,i->...", h, params.w, precision) + b[-1]
 
 
 def block_of(params: Params, block) -> Params:
@@ -128,19 +178,44 @@ def block_of(params: Params, block) -> Params:
   return params._replace(W1=params.W1[block])
 
 
-def apply(params: Params, x: chex.Array, block) -> chex.Array:
+def apply(params: Params, x: chex.Array, block, compute: Compute = Compute()) -> chex.Array:
   """f(x; θ) for one input (x (d,), block index) -> scalar."""
-  return apply_block(block_of(params, block), x)
+  return apply_block(block_of(params, block), x, compute)
 
 
-def predict_blocks(params: Params, x: chex.Array) -> chex.Array:
+def predict_blocks(params: Params, x: chex.Array, precision: str = "float32") -> chex.Array:
   """f over G batches of rows, batch i through first-layer block i: `params.W1` (G, d, m)
   (e.g. `W1[blocks]` for tiles of the given blocks), x (G, n, d) -> (G, n)."""
-  return _after_first(params, first_layer(params.W1, x))
+  return _after_first(params, first_layer(params.W1, x, precision), precision)
 
 
-@jax.custom_vjp
-def first_layer(W1: chex.Array, x: chex.Array) -> chex.Array:
+def predict_tiles(params: Params, x: chex.Array, blocks: chex.Array,
+                  compute: Compute = Compute()) -> chex.Array:
+  """f over G tiles of rows, tile i through block blocks[i] of the full `params.W1` (B, d, m):
+  x (G, n, d), blocks (G,) -> (G, n). "blocks": `predict_blocks` on W1[blocks]; "dense":
+  `rows_first_layer` over the G·n rows."""
+  if compute.first_layer == "blocks":
+    return predict_blocks(block_of(params, blocks), x, compute.matmul_precision)
+  G, n, d = x.shape
+  h = rows_first_layer(params.W1, x.reshape(G * n, d), jnp.repeat(blocks, n), compute)
+  return _after_first(params, h.reshape(G, n, -1), compute.matmul_precision)
+
+
+def rows_first_layer(W1: chex.Array, x: chex.Array, blocks: chex.Array,
+                     compute: Compute) -> chex.Array:
+  """Each row's first-layer product x_i @ W1[blocks[i]]: W1 (B, d, m), x (n, d), blocks (n,)
+  -> (n, m). "blocks": a gather of each row's block and n products (d,) @ (d, m); "dense":
+  X @ W1 as (d, B·m), one (n, d) @ (d, B·m) product, then each row's block (its gradient:
+  the products' transposes, dW1 = Xᵀ (n, d)ᵀ @ (n, B·m) with zeros off each row's block)."""
+  p = compute.matmul_precision
+  if compute.first_layer == "blocks":
+    return matmul("nd,ndm->nm", x, W1[blocks], p)
+  h = matmul("nd,bdm->nbm", x, W1, p)
+  return jnp.take_along_axis(h, blocks[:, None, None], axis=1)[:, 0]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def first_layer(W1: chex.Array, x: chex.Array, precision: str) -> chex.Array:
   """The batched first-layer product x @ W1 per batch: W1 (G, d, m), x (G, n, d) -> (G, n, m).
 
   Its VJP is the usual one; it only lays xᵀ out as (G, d, n) in memory before the weight
@@ -148,40 +223,52 @@ def first_layer(W1: chex.Array, x: chex.Array) -> chex.Array:
   into the product, which XLA:CPU then runs slower (see benchmarks/README.md).
   Being a `custom_vjp`, it supports reverse-mode autodiff (grad, vjp), not `jax.jvp`.
   """
-  return jnp.einsum("gnd,gdm->gnm", x, W1)
+  return matmul("gnd,gdm->gnm", x, W1, precision)
 
 
-def _first_layer_fwd(W1, x):
-  return first_layer(W1, x), (W1, x)
+def _first_layer_fwd(W1, x, precision):
+  return first_layer(W1, x, precision), (W1, x)
 
 
-def _first_layer_bwd(residuals, dh):
+def _first_layer_bwd(precision, residuals, dh):
   W1, x = residuals
   xT = jax.lax.optimization_barrier(jnp.swapaxes(x, -1, -2))
-  return jnp.einsum("gdn,gnm->gdm", xT, dh), jnp.einsum("gnm,gdm->gnd", dh, W1)
+  return (matmul("gdn,gnm->gdm", xT, dh, precision), matmul("gnm,gdm->gnd", dh, W1, precision))
 
 
 first_layer.defvjp(_first_layer_fwd, _first_layer_bwd)
 
 
-def predict_each(params: Params, x: chex.Array, blocks: chex.Array) -> chex.Array:
+def predict_each(params: Params, x: chex.Array, blocks: chex.Array,
+                 compute: Compute = Compute()) -> chex.Array:
   """f per row with its own block: x (n, d), blocks (n,) -> (n,)."""
-  return jax.vmap(apply, (None, 0, 0))(params, x, blocks)
+  h = rows_first_layer(params.W1, x, blocks, compute)
+  return _after_first(params, h, compute.matmul_precision)
 
 
-def arm_grads(params: Params, x: chex.Array, blocks: chex.Array) -> tuple[chex.Array, Params]:
+def arm_grads(params: Params, x: chex.Array, blocks: chex.Array,
+              compute: Compute = Compute()) -> tuple[chex.Array, Params]:
   """f(x_a; θ) and the compact gradients g(x_a; θ) for all K arms in one vectorised call.
+
+  The first-layer products of all arms at once (`rows_first_layer`), then per arm the
+  gradient of the rest of f in (shared layers, h_a); arm a's block gradient is the outer
+  product x_a ⊗ ∂f/∂h_a (h_a = x_a W1[b_a], so ∂f/∂W1[b_a] = x_a (∂f/∂h_a)ᵀ).
 
   Args:
     params: θ.
     x: contexts, (K, d); blocks: each arm's first-layer block, (K,) int.
+    compute: how the products run.
   Returns:
     f of shape (K,) and a `Params` of gradients with a leading K axis, whose `W1` leaf
     (K, d, m) is each arm's gradient with respect to its own block W1[blocks[a]].
   """
-  vg = jax.vmap(jax.value_and_grad(apply_block), (0, 0))
-  per_arm = jax.vmap(lambda b: block_of(params, b))(blocks)
-  return vg(per_arm, x)
+  h = rows_first_layer(params.W1, x, blocks, compute)
+  # the shared layers copied per arm, so each arm's products are its own batch entry (shared,
+  # XLA would run them as one product, summing in another order than `apply_block` per arm)
+  rest = jax.tree.map(lambda v: jnp.broadcast_to(v, h.shape[:1] + v.shape), params._replace(W1=()))
+  after = lambda rest, h_a: _after_first(rest, h_a, compute.matmul_precision)
+  f, (g, dh) = jax.vmap(jax.value_and_grad(after, argnums=(0, 1)))(rest, h)
+  return f, g._replace(W1=x[:, :, None] * dh[:, None, :])
 
 
 def num_params(params: Params) -> int:

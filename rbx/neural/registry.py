@@ -4,7 +4,8 @@ fields.
 
 Reals (ν, n, λ, η, ζ, p, the reward noise) are traced: a grid over them runs in one program.
 Everything else is static, one program per value: the network and training settings
-(`width`, `depth`, `train_steps`, `batch_size`, `restart`, `optimizer`, `scaling`), GA's `arm_batch`,
+(`width`, `depth`, `train_steps`, `batch_size`, `restart`, `optimizer`, `scaling`), how the
+network's products run (`first_layer`, `matmul_precision`), GA's `arm_batch`,
 BootstrappedNN's `num_networks`, and the names (`likelihood`, `precision`, the environment's
 `reward`, ...).
 
@@ -13,6 +14,8 @@ data set (`dataset = "mushroom"` in a config's [env] table) is the config layer'
 (`rbx.config.DATASET`, which reads it with `rbx.data.load`), so this family never reads files.
 """
 from __future__ import annotations
+
+import jax
 
 from rbx.core import registry
 from rbx.core.protocol import Agent
@@ -29,9 +32,18 @@ def step_bytes(env, state: int) -> int:
   return env.num_arms * state
 
 
+def prepare(params: dict, env, steps: int) -> dict:
+  """`params` with the device kind's `first_layer` and `matmul_precision`
+  (`rbx.neural.network.default_compute`) where they are not given, so a config's run records
+  the values it ran with (`rbx.config.Config.effective`); agents that do not declare them
+  ignore them."""
+  del env, steps
+  return network_lib.default_compute(jax.default_backend())._asdict() | params
+
+
 FAMILY = registry.family(
     "neural", env_types=(env_lib.ClassificationEnv, env_lib.SyntheticEnv),
-    cpu_seed_batch=lambda env: 1, step_bytes=step_bytes,
+    cpu_seed_batch=lambda env: 1, step_bytes=step_bytes, prepare=prepare,
     # A neural seed's round is many products of rows × (d, m) blocks, large enough to keep a
     # CPU core busy alone; vmapping seeds batches them further and, for full-batch training,
     # turns the loop over the history's chunks into a masked loop over the longest seed's,
@@ -73,6 +85,14 @@ TRAINING: dict[str, Param] = {
     "thin_after": integer(0, optional=True, doc="from round thin_after + 1 on, store and train "
                           "only every thin_every-th round (NeuralUCB's train.py: 2000)"),
     "thin_every": integer(1, doc="see thin_after (NeuralUCB's train.py: 100)"),
+    "first_layer": string(network_lib.FIRST_LAYERS, doc="the first layer's products: each row "
+                          "times its own block (blocks) or all rows times all blocks in one "
+                          "GEMM, each row's block then selected (dense); default: the device "
+                          "kind's (rbx.neural.network.default_compute)"),
+    "matmul_precision": string(network_lib.MATMUL_PRECISIONS, doc="the network's products: "
+                               "exact float32, tf32 (TensorFloat-32 where the hardware has it) "
+                               "or bf16 (bfloat16 operands, float32 sums); default: the device "
+                               "kind's"),
 }
 _TRAINS = (training.settings,)      # where the agents' **training go: their defaults
 _NU = real(0.0, doc="ν: α(t) = ν t^n, or the exploration weight")

@@ -96,8 +96,8 @@ class Training(NamedTuple):
   procedure ("steps": J steps as above; "neuralucb": the public NeuralUCB code's per-row SGD,
   at most `max_updates` updates a round, stopping after a pass whose mean loss is ≤
   `tolerance`; "neuralts": the public NeuralTS code's J full-batch steps on the MSE), the
-  network ("paper" or "torch") and the thinning of training rounds (see the module
-  docstring)."""
+  network ("paper" or "torch"), the thinning of training rounds (see the module
+  docstring) and how the network's products run (`rbx.neural.network.Compute`)."""
   train_steps: int
   batch_size: int | None
   restart: bool
@@ -111,6 +111,7 @@ class Training(NamedTuple):
   network: str = "paper"
   thin_after: int | None = None
   thin_every: int = 100
+  compute: network_lib.Compute = network_lib.Compute()
 
 
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
@@ -122,7 +123,8 @@ def settings(width: int = 32, depth: int = 2, train_steps: int = 10,
              batch_size: int | None = None, restart: bool = False,
              optimizer: str = "sgd", scaling: str = "mean", procedure: str = "steps",
              max_updates: int = 1000, tolerance=1e-3, network: str = "paper",
-             thin_after: int | None = None, thin_every: int = 100) -> Training:
+             thin_after: int | None = None, thin_every: int = 100,
+             first_layer: str | None = None, matmul_precision: str | None = None) -> Training:
   """The checked `Training` settings (the `**training` keywords of the neural agents).
 
   `procedure="neuralucb"` trains by the public NeuralUCB code's per-row SGD (module
@@ -136,13 +138,17 @@ def settings(width: int = 32, depth: int = 2, train_steps: int = 10,
   `rbx.neural.network`). `thin_after`: from round t = thin_after + 1 on, a round records its
   row and trains only when (t − 1) % thin_every == 0, as NeuralUCB's `train.py` (thin_after
   = 2000, thin_every = 100; rounds count from 1 here, from 0 there); None (default): every
-  round. Z is still updated every round.
+  round. Z is still updated every round. `first_layer` ("blocks" or "dense") and
+  `matmul_precision` ("float32", "tf32" or "bf16") say how the network's products run
+  (`rbx.neural.network.Compute`); None (default): the device kind's
+  (`rbx.neural.network.default_compute`).
 
   Raises:
     ValueError: naming the field, for a non-positive width (odd for network="paper"),
       depth < 2, J < 1, B < 1, a non-bool `restart`, an unknown optimiser, scaling,
       procedure or network, max_updates < 1, a negative or non-finite tolerance, a
-      `batch_size` with procedure="neuralucb", thin_after < 0 or thin_every < 1.
+      `batch_size` with procedure="neuralucb", thin_after < 0 or thin_every < 1, an
+      unknown first_layer or matmul_precision.
   """
   network_lib.check_architecture(width, depth, network)
   _checks.positive_int("train_steps", train_steps)
@@ -164,8 +170,13 @@ def settings(width: int = 32, depth: int = 2, train_steps: int = 10,
                                  or thin_after < 0):
     raise ValueError(f"thin_after must be None or an int >= 0, got {thin_after!r}")
   _checks.positive_int("thin_every", thin_every)
+  default = network_lib.default_compute(jax.default_backend())
+  compute = network_lib.compute(default.first_layer if first_layer is None else first_layer,
+                                default.matmul_precision if matmul_precision is None
+                                else matmul_precision)
   return Training(train_steps, batch_size, restart, optimizer, width, depth, scaling,
-                  procedure, int(max_updates), tolerance, network, thin_after, thin_every)
+                  procedure, int(max_updates), tolerance, network, thin_after, thin_every,
+                  compute)
 
 
 def trains(cfg: Training, t) -> chex.Array:
@@ -251,7 +262,7 @@ def fit(theta: Params, opt_state, theta0: Params, buf: buffer_lib.Buffer, key: c
     factor, n = 1.0, count if cfg.scaling == "mean" else 1.0
     reg = lambda th: penalty(th, theta0, lam)
   if cfg.batch_size is None:
-    history_grad = lambda th, j: history(th, buf, lik, grad=True)[1]
+    history_grad = lambda th, j: history(th, buf, lik, grad=True, compute=cfg.compute)[1]
   else:
     tables = buffer_lib.strata(buf)
     size = -(-cfg.batch_size // buf.open_tile.shape[0])        # rows per block
@@ -260,8 +271,9 @@ def fit(theta: Params, opt_state, theta0: Params, buf: buffer_lib.Buffer, key: c
 
     def history_grad(th, j):
       x, r = buffer_lib.rows(buf, flat[j])
+      blocks = jnp.arange(x.shape[0])                      # stratum b holds block b's rows
       return jax.grad(lambda th: likelihoods.log_likelihood(
-          lik, r, network_lib.predict_blocks(th, x), weight))(th)
+          lik, r, network_lib.predict_tiles(th, x, blocks, cfg.compute), weight))(th)
 
   def rest(th):
     return (0.0 if bias is None else bias(th)) - reg(th)
@@ -315,7 +327,7 @@ def neuralucb_fit(theta: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
 
   def objective(th, flat):
     g, s = flat // S, flat % S
-    z = network_lib.apply(th, buf.x[g, s], buf.block[g])
+    z = network_lib.apply(th, buf.x[g, s], buf.block[g], cfg.compute)
     loss = -2.0 * buf.mask[g, s] * lik.log_prob(buf.r[g, s], z)
     decay = 0.5 * lam * sum(jnp.sum(p ** 2) for p in jax.tree.leaves(th))
     extra = 0.0 if bias is None else -2.0 * bias(th) / n_f
@@ -342,25 +354,33 @@ def neuralucb_fit(theta: Params, buf: buffer_lib.Buffer, key: chex.PRNGKey,
   return NeuralUCBFit(th, os, updates, passes)
 
 
-def history(theta: Params, buf: buffer_lib.Buffer, lik: likelihoods.Likelihood, grad: bool):
+def history(theta: Params, buf: buffer_lib.Buffer, lik: likelihoods.Likelihood, grad: bool,
+            compute: network_lib.Compute = network_lib.Compute()):
   """ℓ(F_t; θ) of (9) and, with `grad`, its gradient: the used tiles' rows through their
-  blocks, masked, a chunk of tiles at a time (O(t) work at round t, not O(capacity)); each
-  chunk's first-layer gradient is added into the blocks it read only.
+  blocks, masked, a chunk of tiles at a time (O(t) work at round t, not O(capacity)). With
+  `compute.first_layer == "blocks"` each chunk's first-layer gradient is taken with respect to
+  the blocks it read, (C, d, m), and added into them; with "dense" with respect to all of W1.
 
   Returns:
     ℓ (a scalar), or (ℓ, ∇_θ ℓ as `Params`) with `grad`.
   """
-  def ell(tiles_theta, x, r, mask):
-    return likelihoods.log_likelihood(lik, r, network_lib.predict_blocks(tiles_theta, x), mask)
+  dense = compute.first_layer == "dense"
+
+  def ell(th, x, r, mask, block):
+    f = (network_lib.predict_tiles(th, x, block, compute) if dense
+         else network_lib.predict_blocks(th, x, compute.matmul_precision))
+    return likelihoods.log_likelihood(lik, r, f, mask)
 
   def body(i, acc):
     x, r, mask, block = buffer_lib.chunk(buf, i)
-    tiles_theta = theta._replace(W1=theta.W1[block])                        # (C, d, m)
+    th = theta if dense else network_lib.block_of(theta, block)        # W1 (B or C, d, m)
     if not grad:
-      return acc + ell(tiles_theta, x, r, mask)
-    value, g = jax.value_and_grad(ell)(tiles_theta, x, r, mask)
+      return acc + ell(th, x, r, mask, block)
+    value, g = jax.value_and_grad(ell)(th, x, r, mask, block)
     total, sums = acc
-    return total + value, network_lib.add_to_block(sums, block, g)
+    sums = (jax.tree.map(jnp.add, sums, g) if dense
+            else network_lib.add_to_block(sums, block, g))
+    return total + value, sums
 
   zero = jnp.zeros(())
   return jax.lax.fori_loop(0, buffer_lib.num_chunks(buf), body,
@@ -375,6 +395,7 @@ def penalty(theta: Params, theta0: Params, lam) -> chex.Array:
 
 
 def regularised_log_likelihood(theta: Params, theta0: Params, buf: buffer_lib.Buffer,
-                               lik: likelihoods.Likelihood, lam) -> chex.Array:
+                               lik: likelihoods.Likelihood, lam,
+                               compute: network_lib.Compute = network_lib.Compute()) -> chex.Array:
   """ℓ_λ(F_t; θ) of (10) over the whole buffer (a sum, not normalised)."""
-  return history(theta, buf, lik, grad=False) - penalty(theta, theta0, lam)
+  return history(theta, buf, lik, grad=False, compute=compute) - penalty(theta, theta0, lam)

@@ -272,3 +272,41 @@ def test_reference_form_is_the_public_codes_sigma(name):
                                rtol=2e-3, atol=1e-6)
   with pytest.raises(ValueError, match=r"form='ucb' is not one of \['paper', 'reference'\]"):
     make(form="ucb")
+
+
+# BootstrappedNN on the torch network: f(θ_0) ≠ 0, so its greedy first arms are not the exact
+# ties of the paper network's f(θ_0) = 0, which here play arm 0 with reward 0 and never train
+NETWORK_AGENTS = {"rbmle_ga": {}, "rbmle_pc": {}, "neural_ucb": {"batch_size": 6}, "neural_ts": {},
+                  "deep_fpl": {}, "bootstrapped_nn": {"num_networks": 2, "network": "torch"}}
+
+
+def _rounds(name, steps=8, **kw):
+  """Arms played and final θ of `steps` rounds on a disjoint 3-arm problem."""
+  env = neural.classification(*toy_data())
+  agent = neural.get(name, width=16, train_steps=3, **NETWORK_AGENTS[name], **kw)
+  step = jit_play(env, agent)
+  state = agent.init(jax.random.key(0), env.spec, steps)
+  arms = []
+  for k in jax.random.split(jax.random.key(1), steps):
+    state, played = step(k, state, observe(env, k))
+    arms.append(int(played.arm))
+  return arms, jax.tree.leaves(state.theta)
+
+
+@pytest.mark.parametrize("name", list(NETWORK_AGENTS))
+def test_products_options_keep_every_agent_within_their_rounding(name):
+  """"dense" plays as "blocks" with θ equal to float32 rounding; "bf16" changes θ but stays
+  finite and near; the default is "blocks"/"float32" exactly."""
+  arms, theta = _rounds(name)
+  if name == "neural_ucb":
+    explicit = _rounds(name, first_layer="blocks", matmul_precision="float32")
+    assert explicit[0] == arms
+    for a, b in zip(explicit[1], theta):
+      np.testing.assert_array_equal(a, b)
+  dense_arms, dense = _rounds(name, first_layer="dense")
+  assert dense_arms == arms
+  for a, b in zip(dense, theta):
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max())
+  _, bf16 = _rounds(name, matmul_precision="bf16")
+  assert all(np.isfinite(a).all() for a in bf16)
+  assert any(not np.array_equal(a, b) for a, b in zip(bf16, theta))

@@ -1,12 +1,13 @@
-"""The network of (2): θ_0 gives f = 0, gradients match finite differences, and the
-block-structured first layer equals the dense product on the materialised d'K vector."""
+"""The network of (2): θ_0 gives f = 0, gradients match finite differences, the
+block-structured first layer equals the dense product on the materialised d'K vector, and the
+products' options (`network.Compute`) compute the same f up to their rounding."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from rbx.neural import network
+from rbx.neural import buffer, likelihoods, network, training
 
 D, B, M = 5, 3, 8          # features d', blocks K, width m
 
@@ -80,7 +81,7 @@ def test_first_layer_vjp_is_the_einsum_vjp():
   x = jax.random.normal(jax.random.key(9), (B, 4, D))
   loss = lambda mul: lambda W, x: jnp.sum(jnp.sin(mul(W, x)))
   plain = jax.grad(loss(lambda W, x: jnp.einsum("gnd,gdm->gnm", x, W)), (0, 1))(W, x)
-  ours = jax.grad(loss(network.first_layer), (0, 1))(W, x)
+  ours = jax.grad(loss(lambda W, x: network.first_layer(W, x, "float32")), (0, 1))(W, x)
   for a, b in zip(ours, plain):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
@@ -125,3 +126,69 @@ def test_sum_scaling_is_the_mean_scaling_with_eta_times_n():
   assert not np.allclose(sum_step, ravel_pytree(step("mean", eta))[0], atol=1e-5)
   with pytest.raises(ValueError, match=r"scaling='total' is not one of \['mean', 'sum'\]"):
     training.settings(scaling="total")
+
+
+def _history_buffer(n=70):
+  buf = buffer.empty(100, D, B)
+  for i in range(n):
+    x = jax.random.normal(jax.random.key(10 + i), (D,))
+    buf = buffer.add(buf, x, i % B, float(i % 2))
+  return buf
+
+
+@pytest.mark.parametrize("kind,depth", [("paper", 2), ("paper", 3), ("torch", 2)])
+def test_dense_first_layer_equals_blocks(kind, depth):
+  """One (n, d) @ (d, B·m) product then each row's block: the same f, arm gradients and
+  history gradient as the per-row blocks, to float32 rounding."""
+  theta = _moved(network.init(jax.random.key(0), D, M, depth, B, kind), jax.random.key(1))
+  x = jax.random.normal(jax.random.key(2), (6, D))
+  rows = jnp.array([2, 0, 1, 1, 0, 2])
+  dense = network.Compute(first_layer="dense")
+  close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(b).max())
+  close(network.predict_each(theta, x, rows, dense), network.predict_each(theta, x, rows))
+  for a, b in zip(jax.tree.leaves(network.arm_grads(theta, x, rows, dense)),
+                  jax.tree.leaves(network.arm_grads(theta, x, rows))):
+    close(a, b)
+  tiles = x.reshape(2, 3, D)
+  close(network.predict_tiles(theta, tiles, jnp.array([2, 0]), dense),
+        network.predict_blocks(network.block_of(theta, jnp.array([2, 0])), tiles))
+  buf = _history_buffer()
+  ours = training.history(theta, buf, likelihoods.gaussian, grad=True, compute=dense)
+  for a, b in zip(jax.tree.leaves(ours),
+                  jax.tree.leaves(training.history(theta, buf, likelihoods.gaussian, grad=True))):
+    close(a, b)
+
+
+def test_matmul_precisions_round_as_documented():
+  """float32 and tf32 (a CPU has no TF32) are the exact float32 product; bf16 is the float64
+  product of the operands rounded to bfloat16, to float32 rounding."""
+  a = jax.random.normal(jax.random.key(0), (16, 40))
+  b = jax.random.normal(jax.random.key(1), (40, 24))
+  exact = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+  rounded = lambda v: np.asarray(v.astype(jnp.bfloat16), np.float64)
+  for p in ("float32", "tf32"):
+    np.testing.assert_allclose(network.matmul("ij,jk->ik", a, b, p), exact, rtol=1e-5, atol=1e-5)
+  bf16 = network.matmul("ij,jk->ik", a, b, "bf16")
+  assert bf16.dtype == jnp.float32
+  np.testing.assert_allclose(bf16, rounded(a) @ rounded(b), rtol=1e-5, atol=1e-5)
+  assert np.abs(bf16 - exact).max() > 1e-3                    # the rounding shows on a CPU
+
+
+def test_bf16_network_is_within_bfloat16_rounding_of_float32():
+  theta = _moved(network.init(jax.random.key(3), D, M, 3, B), jax.random.key(4))
+  x = jax.random.normal(jax.random.key(5), (B, D))
+  blocks = jnp.arange(B)
+  f32, g32 = network.arm_grads(theta, x, blocks)
+  f16, g16 = network.arm_grads(theta, x, blocks, network.Compute(matmul_precision="bf16"))
+  assert not np.array_equal(f16, f32)
+  np.testing.assert_allclose(f16, f32, rtol=0.05, atol=0.05 * np.abs(f32).max())
+  for a, b in zip(jax.tree.leaves(g16), jax.tree.leaves(g32)):
+    np.testing.assert_allclose(a, b, rtol=0.05, atol=0.05 * np.abs(b).max())
+
+
+@pytest.mark.parametrize("kw,field", [(dict(first_layer="sparse"), "first_layer"),
+                                      (dict(matmul_precision="fp16"), "matmul_precision")])
+def test_bad_compute_raises(kw, field):
+  with pytest.raises(ValueError, match=field):
+    training.settings(**kw)
+  assert network.default_compute("cpu") == network.Compute("blocks", "float32")

@@ -13,7 +13,8 @@ AGENTS = ["rbmle_ga", "rbmle_pc", "neural_ucb", "neural_ts", "lin_rbmle", "lin_u
           "bootstrapped_nn"]
 TRAINING = {"width": INT, "depth": INT, "train_steps": INT, "batch_size": INT, "restart": BOOL,
             "optimizer": STR, "scaling": STR, "procedure": STR, "max_updates": INT,
-            "tolerance": REAL, "network": STR, "thin_after": INT, "thin_every": INT}
+            "tolerance": REAL, "network": STR, "thin_after": INT, "thin_every": INT,
+            "first_layer": STR, "matmul_precision": STR}
 STATIC_REALS = {"tolerance"}        # a setting of the training procedure, not swept
 
 
