@@ -77,8 +77,11 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
     run = protocol.pair(env, agent(**hp) if grid else agent, capacity)
 
     def prefilled(key):
-      """The run's carry after `history` rounds of uniformly random play."""
+      """The run's carry after `history` rounds of uniformly random play; an agent without a
+      history buffer (LinRBMLE, LinUCB: fixed-size statistics) costs the same at any t."""
       env_state, state = run.init(key)
+      if not hasattr(state, "buffer"):
+        return env_state, state
       k_round, k_arm = jax.random.split(jax.random.fold_in(key, 2 ** 31))
 
       def add(i, carry):

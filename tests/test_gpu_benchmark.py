@@ -16,7 +16,7 @@ def test_the_tiny_table_has_every_row_and_its_numbers_parse(tmp_path):
   out = tmp_path / "gpu.md"
   text = gpu.main(["--tiny", "--out", str(out)])
   assert out.read_text() == text
-  rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")][2:]
+  rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")][1:]
   figures = [r[0].removeprefix("| ") for r in rows]
   expected = [label for label in gpu.SWEEPS["tiny"] for _ in range(2)] + [
       "README hello world", "rbx demo", "neural round, rbx", "neural round, PyTorch loop"] + [
