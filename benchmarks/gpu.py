@@ -69,7 +69,7 @@ SIZES = {"full": dict(hello=(64, 500), demo=(demo.SEEDS, demo.STEPS), neural=(20
          "tiny": dict(hello=(4, 10), demo=(2, 5), neural=(10, 4, 1, 50),
                       table1=(40, 4, 1, 1, 1))}
 # Shares of --budget per section; a row's budget is its section's share over its rows.
-SHARES = {"sweeps": 0.5, "hello": 0.05, "demo": 0.08, "neural": 0.07, "table1": 0.3}
+SHARES = {"sweeps": 0.45, "hello": 0.05, "demo": 0.08, "neural": 0.15, "table1": 0.27}
 HEAD = ("| figure | setting | seed batch | compile s | run s | value | unit |\n"
         "|---|---|---|---:|---:|---:|---|\n")
 
@@ -144,26 +144,40 @@ def demo_row(seeds, steps) -> str:
   return row("rbx demo", f"{seeds} seeds × {steps} steps", value=wall, unit="s wall")
 
 
+# The neural products' settings compared (first_layer, matmul_precision); None: the default.
+PRODUCTS = [None, ("blocks", "float32"), ("dense", "tf32"), ("dense", "bf16")]
+
+
 def neural_rows(history, width, train_steps, rows, seconds) -> str:
   """One NeuralUCB round (diagonal Z, full batch) at history t on Covertype's shape: rbx's
-  sweep program with 1 seed, beside the PyTorch reference loop."""
+  sweep program with 1 seed at the device's default products and the other `PRODUCTS`,
+  beside the PyTorch reference loop on the same device."""
   X, y = covertype_like(rows, 54, 7)
   env = neural.classification(X, y)
-  agent = neural.get("neural_ucb", width=width, train_steps=train_steps, eta=1e-3, lam=1e-3,
-                     nu=0.1)
   setting = f"NeuralUCB diag, t = {history:,}, m = {width}, J = {train_steps}, 1 seed"
-  start = time.perf_counter()
-  ours = time_rbx(env, agent, history, history + 4, seeds=1, steps=1, repeats=3, devices=1)
-  lines = row("neural round, rbx", setting, 1, value=ours, unit="s a round")
+  end = time.perf_counter() + seconds
+  lines = ""
+  for products in PRODUCTS:
+    figure = "neural round, rbx" + ("" if products is None else
+                                    ", first_layer={}, matmul_precision={}".format(*products))
+    if products is not None and time.perf_counter() > end:
+      lines += row(figure, "skipped: time budget")
+      continue
+    kwargs = {} if products is None else dict(zip(("first_layer", "matmul_precision"), products))
+    agent = neural.get("neural_ucb", width=width, train_steps=train_steps, eta=1e-3, lam=1e-3,
+                       nu=0.1, **kwargs)
+    ours = time_rbx(env, agent, history, history + 4, seeds=1, steps=1, repeats=3, devices=1)
+    which = "the device's default products" if products is None else "set"
+    lines += row(figure, f"{setting}, {which}", 1, value=ours, unit="s a round")
   if importlib.util.find_spec("torch") is None:
     return lines + row("neural round, PyTorch loop", "torch not installed")
-  if time.perf_counter() - start > seconds:
+  if time.perf_counter() > end:
     return lines + row("neural round, PyTorch loop", "skipped: time budget")
   args = SimpleNamespace(torch_steps=3, width=width, train_steps=train_steps, dim=54, arms=7,
-                         data=rows)
+                         data=rows, torch_device="auto")
   theirs = time_torch("neural_ucb", args, history)
-  return lines + row("neural round, PyTorch loop", f"{setting}, PyTorch on the CPU",
-                     value=theirs, unit="s a round")
+  return lines + row("neural round, PyTorch loop", f"{setting}, PyTorch on CUDA where it sees "
+                     "a GPU, else the CPU", value=theirs, unit="s a round")
 
 
 def table1_rows(most_rows, width, train_steps, seeds, tune, seconds) -> str:

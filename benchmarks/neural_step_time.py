@@ -127,7 +127,8 @@ def time_torch(name, args, history, whole_run=None):
                                       "neural_torch_reference.py"),
          "--agent", name, "--history", str(history), "--steps", str(steps),
          "--width", str(args.width), "--train-steps", str(args.train_steps), "--dim", str(args.dim),
-         "--arms", str(args.arms), "--data", str(args.data)] + (["--whole-run"] if whole_run else [])
+         "--arms", str(args.arms), "--data", str(args.data),
+         "--device", getattr(args, "torch_device", "cpu")] + (["--whole-run"] if whole_run else [])
   out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
   return float(out.split()[-1])
 

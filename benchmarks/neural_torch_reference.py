@@ -9,7 +9,8 @@ disjoint structure. GA trains one network per arm, one after another.
 
 `neural_step_time.py` runs this file as a separate process (no JAX threads beside it):
 `python neural_torch_reference.py --agent neural_ucb --history 2000` prints seconds per round
-(the faster of 1 thread and all cores).
+(the faster of 1 thread and all cores); `--device cuda` runs it on a GPU (`auto`: CUDA where
+PyTorch sees one), every tensor made there (`torch.set_default_device`).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class Reference:
 
   def __init__(self, agent, dim, width=100, train_steps=100, eta=1e-3, lam=1e-3, nu=0.1,
                exact=False, seed=0):
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device=torch.get_default_device()).manual_seed(seed)
     half = width // 2
     W = torch.randn(half, dim, generator=g) * math.sqrt(2.0 / width)
     w = torch.randn(half, generator=g) / math.sqrt(width)
@@ -133,11 +134,14 @@ class Reference:
       self._z_add(g[0])
 
 
-def time_rounds(name, X, y, arms, width, train_steps, history, steps, threads, whole=False):
+def time_rounds(name, X, y, arms, width, train_steps, history, steps, threads, whole=False,
+                device="cpu"):
   """Seconds per round (the median of `steps` timed rounds, after one warm-up round, as rbx's
   side is timed) once the history holds `history` rounds (random arms), with `threads`
-  intra-op threads; `whole`: the mean over the warm-up round and the `steps` after it (a
-  whole run from `history` = 0)."""
+  intra-op threads on `device`; `whole`: the mean over the warm-up round and the `steps` after
+  it (a whole run from `history` = 0). Each round ends in `int(argmax)`, which waits for the
+  device, so a round's time is its device time too."""
+  torch.set_default_device(device)
   torch.set_num_threads(threads)
   torch.set_flush_denormal(True)           # as XLA does; denormals slow some rounds 40×
   torch.manual_seed(0)
@@ -186,12 +190,15 @@ def main():
   p.add_argument("--whole-run", action="store_true",
                  help="the mean seconds per round of rounds history+1..history+steps+1 "
                       "(with --history 0: a whole run of steps + 1 rounds)")
+  p.add_argument("--device", default="cpu", help="cpu, cuda or auto (cuda where available)")
   a = p.parse_args()
+  device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
   X, y = covertype_like(a.data, a.dim, a.arms)
   # the faster of one thread and all cores: on a shared machine, OpenMP's threads can stall
   # each small operation for a scheduler time slice
+  threads = [1] if device != "cpu" else sorted({1, os.cpu_count()})
   print(min(time_rounds(a.agent, X, y, a.arms, a.width, a.train_steps, a.history, a.steps, n,
-                        a.whole_run) for n in sorted({1, os.cpu_count()})))
+                        a.whole_run, device) for n in threads))
 
 
 if __name__ == "__main__":

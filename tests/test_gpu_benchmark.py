@@ -19,7 +19,10 @@ def test_the_tiny_table_has_every_row_and_its_numbers_parse(tmp_path):
   rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")][1:]
   figures = [r[0].removeprefix("| ") for r in rows]
   expected = [label for label in gpu.SWEEPS["tiny"] for _ in range(2)] + [
-      "README hello world", "rbx demo", "neural round, rbx", "neural round, PyTorch loop"] + [
+      "README hello world", "rbx demo"] + [
+      "neural round, rbx" + ("" if p is None else
+                             ", first_layer={}, matmul_precision={}".format(*p))
+      for p in gpu.PRODUCTS] + ["neural round, PyTorch loop"] + [
       f"Table 1 estimate, {ds}, {gpu.table1.label(name)}"
       for ds in gpu.SHAPES for name in gpu.table1.ALGORITHMS]
   assert figures == expected

@@ -91,13 +91,13 @@ def compute(first_layer: str, matmul_precision: str) -> Compute:
 def default_compute(kind: str) -> Compute:
   """The products' settings for a device kind (`jax.default_backend()`: "cpu", "gpu", "tpu").
 
-  Every kind: "blocks" and "float32". On a CPU "dense" does B times the arithmetic and measured
-  5.2× slower (docs/algorithms.md, "Products"); "tf32" computes float32 there and "bf16" only
-  adds casts. On an accelerator "dense" with "tf32" or "bf16" is what its matrix units run fast,
-  but that is unmeasured until benchmarks/gpu.py runs there, so the default stays the CPU's.
+  A CPU: "blocks" and "float32" ("dense" does B times the arithmetic and measured 5.2× slower,
+  docs/algorithms.md, "Products"; "tf32" computes float32 there). An accelerator: "blocks" and
+  "tf32", the precision JAX's own default gives float32 products on recent GPUs (its "Matmul
+  precision" docs) and so what rbx ran at there before these options; "dense" and "bf16" are
+  for benchmarks/gpu.py to measure there first.
   """
-  del kind
-  return Compute()
+  return Compute() if kind == "cpu" else Compute(matmul_precision="tf32")
 
 
 def matmul(subscripts: str, a: chex.Array, b: chex.Array, precision: str) -> chex.Array:

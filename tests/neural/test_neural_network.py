@@ -192,3 +192,4 @@ def test_bad_compute_raises(kw, field):
   with pytest.raises(ValueError, match=field):
     training.settings(**kw)
   assert network.default_compute("cpu") == network.Compute("blocks", "float32")
+  assert network.default_compute("gpu") == network.Compute("blocks", "tf32")
