@@ -348,7 +348,7 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
             for k in ("compile_seconds", "run_seconds", "seed_steps")}
   timing["seed_steps_per_second"] = timing["seed_steps"] / max(timing["run_seconds"], 1e-12)
   merged = results_lib.Results(slices[0].axes, {**slices[0].coords, "seed": seeds[order]},
-                               **{field: joined}, timing=timing)
+                               **{field: joined}, timing=timing, runs=slices[0].runs)
 
   setting = lambda m: (m.get("local_devices_used"), m.get("sizes", {}).get("seed_batch"),
                        m.get("backend"), m.get("versions"))

@@ -21,7 +21,7 @@ from rbx import config as config_lib
 from rbx import experiment
 from rbx.core import checkpoint, plots, registry, rundir
 from rbx.core import results as results_lib
-from rbx.core.grid import Grid, expand
+from rbx.core.grid import Grid, expand, run_table
 from rbx.core.record import Recorder
 
 REPORT = "report.md"
@@ -72,7 +72,8 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   recorder.restore({"data": arrays["records.data"], "cum": arrays["records.cum"]})
   return partial(results_lib.from_records(
       grid, config.seeds, recorder, recorder.data, complete=False, timing=meta["stats"],
-      config=tomllib.loads(text), metadata=results_lib.read_json(meta_path)))
+      config=tomllib.loads(text), metadata=results_lib.read_json(meta_path),
+      runs=run_table(config.grid)))
 
 
 def partial(res: results_lib.Results) -> results_lib.Results:
@@ -168,7 +169,7 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
             "non-negative, like the plots' CI bands); the median and the 10% and 90% quantiles, "
             "which show seeds that split into stuck and escaped.", ""]
   lines += summary_table(res)
-  fields = list(res.grid_axes)
+  fields = list(res.fields)
   if "cumulative" in figures:
     lines += ["", f"![cumulative regret]({figures['cumulative']})"]
   if "scaling" in figures:
@@ -185,7 +186,7 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
               "|" + "---|" * (len(fields) + 1 + papers)]
     for i, point, paper in points:
       lines.append("| " + " | ".join(
-          [str(point[f]) for f in fields] + [f"{results_lib.scaling_slope(t, mean[i]):.3f}"]
+          [results_lib.cell(point[f]) for f in fields] + [f"{results_lib.scaling_slope(t, mean[i]):.3f}"]
           + (["—" if paper is None else f"{paper:.3f}"] if papers else [])) + " |")
     lines += ["", f"![regret against T]({figures['scaling']})"]
   if "heatmap" in figures:
@@ -198,7 +199,7 @@ def summary_table(res: results_lib.Results) -> list[str]:
   95% CI, median and 10–90% quantiles, all in one number format (`results.column`: the
   decimals that give the largest 4 significant digits)."""
   rows = res.summary()
-  fields = list(res.grid_axes)
+  fields = list(res.fields)
   keys = ("mean", "std", "ci_low", "ci_high", "median", "q10", "q90")
   ran = [r for r in rows if np.isfinite(r["mean"])]
   like = [r[k] for r in ran for k in keys]
@@ -212,7 +213,8 @@ def summary_table(res: results_lib.Results) -> list[str]:
                v["median"], f"[{v['q10']}, {v['q90']}]"]
     else:
       cells = ["not run yet", "", "", "", ""]
-    lines.append("| " + " | ".join([str(r[f]) for f in fields] + [str(r["n"])] + cells) + " |")
+    lines.append("| " + " | ".join([results_lib.cell(r[f]) for f in fields] + [str(r["n"])]
+                                   + cells) + " |")
   return lines
 
 

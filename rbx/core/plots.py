@@ -50,7 +50,7 @@ NAMES = {   # agent names as the papers write them
     "neural_ts": "NeuralTS", "deep_fpl": "DeepFPL", "bootstrapped_nn": "BootstrappedNN",
     "lin_rbmle": "LinRBMLE", "lin_ucb": "LinUCB"}
 SYMBOLS = {"alpha": "α", "beta": "β", "kappa": "κ", "nu": "ν", "mu": "μ", "eta": "η",
-           "lam": "λ", "eps": "ε", "rho": "ρ"}
+           "lam": "λ", "eps": "ε", "epsilon": "ε", "rho": "ρ"}
 
 
 def plot_all(res: results_lib.Results, directory: str | os.PathLike,
@@ -250,11 +250,11 @@ def setting(res: results_lib.Results) -> str:
   schedule's name ("α_t: proposition3"); "" for results without a config."""
   config = res.config or {}
   fixed = lambda table, keep: [f"{_name(k)} = {_value(k, v)}" for k, v in table.items()
-                               if keep(k) and k not in res.grid_axes and is_number(v)]
+                               if keep(k) and k not in res.fields and is_number(v)]
   env = fixed(config.get("env", {}), lambda k: True)
   agent = fixed(config.get("agent", {}), lambda k: k in SYMBOLS)
   schedule = config.get("agent", {}).get("schedule")
-  if schedule and schedule != "constant" and "schedule" not in res.grid_axes:
+  if schedule and schedule != "constant" and "schedule" not in res.fields:
     agent.append(f"α_t: {schedule}")
   return "; ".join(", ".join(part) for part in (env, agent) if part)
 
@@ -302,10 +302,11 @@ def _spread(seeds: int, band: str = "ci",
 def _looks(points: list[dict]) -> tuple[list[dict], list[Line2D] | None]:
   """The colour and line style of each grid point drawn, and the legend's handles: a colour
   per agent (else per value of the first grid axis) and a line style per value of the other
-  fields, with a legend of each, when those take 2 to 4 values; else a colour (and past 10
-  lines a style) per point, and None (each line names itself)."""
+  fields, with a legend of each, when those take 2 to 4 values and every point has the same
+  fields; else a colour (and past 10 lines a style) per point, and None (each line names
+  itself: per-agent grids' "Algorithm 1", "boltzmann, temperature = 5")."""
   keys = list(points[0]) if points else []
-  if len(keys) >= 2:
+  if len(keys) >= 2 and all(list(p) == keys for p in points):
     hue = "agent" if "agent" in keys else keys[0]
     hues = list(dict.fromkeys(p[hue] for p in points))
     rest = [{k: v for k, v in p.items() if k != hue} for p in points]
@@ -324,8 +325,9 @@ def _looks(points: list[dict]) -> tuple[list[dict], list[Line2D] | None]:
 
 
 def _drawn(res: results_lib.Results, values: np.ndarray) -> list[tuple[int, dict]]:
-  """(index, point) of the grid points to draw: those with results, at most `MAX_LINES`."""
-  return [(i, p) for i, p in enumerate(results_lib.points(res))
+  """(index, point) of the grid points to draw: those with results, at most `MAX_LINES`; a
+  run's point without the fields it lacks (per-agent grids)."""
+  return [(i, results_lib.present(p)) for i, p in enumerate(results_lib.points(res))
           if np.isfinite(values[i]).any()][:MAX_LINES]
 
 

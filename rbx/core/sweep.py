@@ -77,7 +77,8 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   """
   steps = _checks.positive_int("steps", steps)
   num_seeds = _checks.num_seeds(seeds)
-  build, grid, static = grid_lib.expand(build, grid, static)
+  build, expanded, static = grid_lib.expand(build, grid, static)
+  runs, grid = grid_lib.run_table(grid), expanded
   plan, family, envs = _plan(build, grid, steps, static)
   if seed_batch is None:
     seed_batch = family.grid_seed_batch(envs) if family is not None else 64
@@ -109,7 +110,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     compiles.extend(out.compiles)
   local = seeds if out.complete else plan.seeds
   return from_records(plan.grid, local, out.recorder, data, timing=timing,
-                      complete=out.complete)
+                      complete=out.complete, runs=runs)
 
 
 def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | None, list]:

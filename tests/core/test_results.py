@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from rbx import cli, report
 from rbx.core import checkpoint, plots
+from rbx.core import grid as grid_lib
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid
 from rbx.core.record import Recorder
@@ -101,7 +102,7 @@ def test_fitted_slope_recovers_the_exponent_and_plots_and_report_are_written(tmp
   text = report.markdown(res, {k: v[0].relative_to(tmp_path) for k, v in figures.items()},
                          reference)
   assert "![cumulative regret](plots/cumulative.png)" in text and "(β+1)/(β+2)" in text
-  assert "| vpo | 1.0 | 5 |" in text and "0.667" in text
+  assert "| vpo | 1 | 5 |" in text and "0.667" in text
 
 
 def test_checkpoints_detect_truncation_and_corruption(tmp_path):
@@ -447,3 +448,58 @@ def test_heatmap_slants_long_tick_labels_and_thins_many():
   ax = plots.heatmap(res).axes[0]
   assert ax.get_xlabel() == "agent" and ax.get_xticklabels()[0].get_rotation() == 30
   assert len(ax.get_yticks()) <= plots.MAX_TICKS
+
+
+def per_agent_results():
+  """Per-agent grids: Algorithm 1 alone beside VPO at α = 1 and 5 (axis "run"), 4 seeds."""
+  runs = grid_lib.runs([{"agent": ["algorithm1"]}, {"agent": ["vpo"], "alpha": [1.0, 5.0]}])
+  rec = Recorder("steps", 10, (3, 1, 4))
+  data = np.random.default_rng(0).uniform(0, 1, (3, 4, 10)).astype(np.float32)
+  for i in range(3):
+    rec.add(i, slice(0, 4), 1, data[i])
+  return results_lib.from_records(Grid({"run": list(runs)}), np.arange(4), rec, rec.data,
+                                  runs=runs)
+
+
+def test_per_agent_runs_have_their_fields_as_coordinates_columns_and_legends(tmp_path):
+  res = per_agent_results()
+  assert res.fields == ("agent", "alpha")
+  vpo = res.sel(agent="vpo")                                  # two runs: the axis stays
+  assert vpo.axes == res.axes and vpo.coords["run"].tolist() == [
+      "agent=vpo, alpha=1.0", "agent=vpo, alpha=5.0"]
+  np.testing.assert_array_equal(vpo.sel(alpha=5.0).regret, res.regret[2])     # one: dropped
+  np.testing.assert_array_equal(res.sel(agent="algorithm1").regret, res.regret[0])
+  assert res.sel(alpha=[5.0, 1.0]).coords["run"].tolist() == [
+      "agent=vpo, alpha=1.0", "agent=vpo, alpha=5.0"]
+  with pytest.raises(ValueError, match=r"agent='xpo' matches no run; the runs' values of agent "
+                     r"are \['algorithm1', 'vpo'\]"):
+    res.sel(agent="xpo")
+  with pytest.raises(ValueError, match=r"did you mean 'agent'"):
+    res.sel(agnet="vpo")
+
+  df = res.to_dataframe()
+  assert list(df.columns) == ["run", "agent", "alpha", "seed", "step", "regret", "cumulative"]
+  assert set(df[df.agent == "vpo"].alpha) == {1.0, 5.0} and df[df.agent == "algorithm1"].alpha.isna().all()
+  ds = res.to_xarray()
+  assert ds["agent"].dims == ("run",) and ds["agent"].values.tolist() == ["algorithm1", "vpo", "vpo"]
+  assert [(r["agent"], r["alpha"]) for r in res.summary()][1:] == [("vpo", 1.0), ("vpo", 5.0)]
+  text = repr(res)
+  assert "agent=algorithm1; agent=vpo, alpha=1.0; agent=vpo, alpha=5.0" in text
+  assert any(line.split()[:3] == ["algorithm1", "4", f"{res.summary()[0]['mean']:.3f}"]
+             for line in text.splitlines())                      # no alpha: a blank cell
+  legend = plots.cumulative(res).axes[0].get_legend()
+  assert [t.get_text() for t in legend.get_texts()] == ["Algorithm 1", "VPO, α = 1", "VPO, α = 5"]
+  table = "\n".join(report.summary_table(res))
+  assert "| algorithm1 |  | 4 |" in table and "| vpo | 5 | 4 |" in table
+
+  res.save(tmp_path / "new")
+  back = results_lib.load(tmp_path / "new")
+  assert back.runs == res.runs and back.sel(agent="vpo", alpha=1.0).final().shape == (4,)
+  old = tmp_path / "old"                     # saved before "runs": read from its config's grid
+  res.save(old)
+  index = json.loads((old / "results.json").read_text())
+  del index["runs"]
+  (old / "results.json").write_text(json.dumps(index))
+  (old / "config.toml").write_text('[[grid]]\nagent = ["algorithm1"]\n'
+                                   '[[grid]]\nagent = ["vpo"]\nalpha = [1.0, 5.0]\n')
+  assert results_lib.load(old).runs == res.runs
