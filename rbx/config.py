@@ -370,7 +370,8 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
       where = f"{table}.agent[{i}]" if "agent" in sub else "agent.name"
       if not isinstance(a, str):
         raise ConfigError(f"config {where} must be a string, got {a!r}")
-      _wrap(lambda: _checks.choice(where, a, family.agents))
+      if a not in family.agents:
+        _wrap(lambda: _checks.choice(where, a, family.agents), _unregistered(run, a))
       agents += [a] * (a not in agents)
   params = _parameters(family, env_name, agents)
   env_keys = list(_env_params(family, env_name))
@@ -531,15 +532,28 @@ def _read_dataset(fixed: dict[str, Any], env: str) -> dict[str, Any]:
   return {**fixed, **{f: getattr(ds, f) for f in DATA_FIELDS}}
 
 
+def _unregistered(run: dict, agent: str):
+  """A `_wrap` that adds to "is not one of" where an agent of one's own comes from."""
+  def wrap(message: str) -> str:
+    if run.get("import"):
+      return (f"config {message}; the modules in import = {run['import']} do not register "
+              f"{agent!r}")
+    return (f"config {message}; an agent of one's own is registered by a module of yours: "
+            "rbx run --import my_agents.py, or import = [\"my_agents.py\"] in the config "
+            "(docs/concepts.md, \"Adding an agent\")")
+  return wrap
+
+
 def _checks_key(what: str, key: str, allowed) -> None:
   _wrap(lambda: _checks.choice(what, key, allowed))
 
 
-def _wrap(check, prefix: str = "config: "):
+def _wrap(check, prefix="config: "):
+  """`check()`, its ValueError as a ConfigError: `prefix` + its message, or `prefix(message)`."""
   try:
     return check()
   except ValueError as e:
-    raise ConfigError(f"{prefix}{e}") from e
+    raise ConfigError(prefix(str(e)) if callable(prefix) else f"{prefix}{e}") from e
 
 
 def _check_run_value(key: str, value) -> None:

@@ -201,3 +201,15 @@ def test_the_default_seed_batch_is_the_familys_for_the_largest_problem():
   prompts = config.loads(make(env='name = "random_instance"\nnum_prompts = 100\nnum_actions = 10',
                               agent='name = "greedy"'))
   assert prompts.seed_batch == 4
+
+
+def test_an_unregistered_agent_says_how_to_register_ones_own(tmp_path):
+  with pytest.raises(config.ConfigError, match=r"agent.name='my_mix' is not one of \[.*\]; an "
+                     r"agent of one's own is registered by a module of yours: rbx run --import "
+                     r"my_agents.py, or import = \[\"my_agents.py\"\] in the config"):
+    config.loads(make(agent='name = "my_mix"'))
+  (tmp_path / "empty.py").write_text("")
+  with pytest.raises(config.ConfigError, match=r"grid.agent\[0\]='my_mix' is not one of .*; the "
+                     r"modules in import = \[.*empty.py'\] do not register 'my_mix'"):
+    config.loads(make(top=f'import = ["{tmp_path / "empty.py"}"]', agent="alpha = 1.0",
+                      grid='agent = ["my_mix"]'))
