@@ -24,6 +24,7 @@ JAX sweeps over seeds and hyperparameters.
                                  one slice of the seeds (a job array task), into DIR
   rbx merge DIR... --out OUT     join slices of one config into one run directory
   rbx report DIR / rbx plot DIR  a run's summary and plots (--out OUT to write elsewhere)
+  rbx keys                       every config key: kind, default, meaning (docs/config_keys.md)
   rbx data download NAME         a data set of the NeuralRBMLE paper
 
 `rbx COMMAND --help` describes each command."""
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument("--version", action="version", version=f"rbx {__version__}")
   sub = parser.add_subparsers(dest="command", metavar="COMMAND")
   for register in (register_demo, register_run, register_merge, register_plot, register_report,
-                   data_cli.register):
+                   register_keys, data_cli.register):
     register(sub)
   return parser
 
@@ -113,6 +114,22 @@ def register_merge(subparsers) -> None:
   p.add_argument("dirs", nargs="+", metavar="DIR", help="a complete run directory (a slice)")
   p.add_argument("--out", metavar="OUT", required=True, help="the new run directory")
   p.set_defaults(handler=_merge)
+
+
+def register_keys(subparsers) -> None:
+  """Adds `rbx keys`."""
+  p = subparsers.add_parser(
+      "keys", help="every config key with its kind, default and meaning (Markdown)",
+      description="Prints the reference of every config key — the run keys, and every "
+      "environment's and agent's parameters of each family — from the registries, as "
+      "docs/config_keys.md has it.")
+  p.set_defaults(handler=_keys)
+
+
+def _keys(args) -> int:
+  from rbx import config_keys
+  print(config_keys.reference(), end="")
+  return 0
 
 
 def register_plot(subparsers) -> None:

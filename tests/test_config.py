@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from helpers import toy_data
-from rbx import config, data, neural
+from rbx import cli, config, config_keys, data, neural
+from rbx.core import registry
 
 CONFIGS = Path(__file__).parents[1] / "configs"
 DATASETS = Path(__file__).parents[2] / "shared" / "datasets"
@@ -213,3 +214,20 @@ def test_an_unregistered_agent_says_how_to_register_ones_own(tmp_path):
                      r"modules in import = \[.*empty.py'\] do not register 'my_mix'"):
     config.loads(make(top=f'import = ["{tmp_path / "empty.py"}"]', agent="alpha = 1.0",
                       grid='agent = ["my_mix"]'))
+
+
+def test_the_config_keys_page_is_complete_and_up_to_date(capsys):
+  page = (CONFIGS.parent / config_keys.PAGE).read_text()
+  assert config_keys.reference() == page, f"regenerate it: rbx keys > {config_keys.PAGE}"
+  assert cli.main(["keys"]) == 0 and capsys.readouterr().out == page
+  run = page.split("## Run keys")[1].split("\n## ")[0]
+  assert all(f"| `{key}` |" in run for key in config.RUN_KEYS)
+  for family in registry.FAMILIES.values():
+    for what, entries in (("Environment", family.envs), ("Agent", family.agents)):
+      for entry in entries.values():
+        if entry.make.__module__.startswith("rbx."):
+          section = page.split(f"### {what} `{entry.name}`\n")[1].split("\n### ")[0]
+          missing = [k for k in entry.params if f"| `{k}` |" not in section]
+          assert not missing, (entry.name, missing)
+  assert "| `p` | real in [0, 1] | `0.8` |" in page              # bootstrapped_nn's: range
+  assert "| `chunk` | integer | `1000` |" in page and "| `steps` | integer | required |" in page
