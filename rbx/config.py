@@ -79,7 +79,8 @@ RLHF schedule's own defaults (e.g. scale = 1; `rbx.schedules`).
 Data sets: an environment that takes arrays `features` and `labels` (the neural
 classification bandit) is given them here: its [env] table names a data set with the keys of
 `DATASET` (`dataset = "mushroom"`, `label`, `bad_cells`, ...), which `load` reads with
-`rbx.data.load` into `Config.fixed`, so the families never read files.
+`rbx.data.load` into `Config.fixed`, so the families never read files. A `dataset` path and
+`data_dir` are relative to the config's folder (`load`).
 
 A `Config` is complete once `load` returns it: its `build` (`rbx.core.registry.Build`) and
 `effective` values are resolved there, once, so `rbx.core` gets plain values and never
@@ -248,7 +249,10 @@ def load(path: str | os.PathLike, out: str | None = None,
          overrides: dict[str, Any] | None = None, imports: list[str] = ()) -> Config:
   """Reads and validates the config at `path`; `out` overrides its run directory,
   `overrides` its keys (see `override`) and `imports` are added to its `import` list
-  (`rbx run --import`; files relative to the current directory)."""
+  (`rbx run --import`; files relative to the current directory). Its paths — .py files in
+  `import`, [env] `dataset` when a path (`rbx.data.is_path`; a name is looked up in the data
+  directory) and `data_dir` — are relative to its folder and recorded absolute, so the run's
+  config.toml finds them again."""
   path = Path(path)
   try:
     text = path.read_text()
@@ -264,6 +268,12 @@ def load(path: str | os.PathLike, out: str | None = None,
               + [_absolute(e, Path.cwd()) for e in imports])
     if listed != given:
       overrides["import"] = listed
+  env = tomllib.loads(text).get("env")
+  for key in ("dataset", "data_dir"):        # paths from the config's folder, as imports
+    value = env.get(key) if isinstance(env, dict) else None
+    if (isinstance(value, str) and f"env.{key}" not in overrides
+        and (key == "data_dir" or data_lib.is_path(value))):
+      overrides[f"env.{key}"] = str((path.parent / Path(value).expanduser()).absolute())
   if overrides:
     text = override(text, overrides)
   return loads(text, default_out=str(Path("runs") / path.stem), out=out)
@@ -295,7 +305,7 @@ def import_modules(entries: list[str]) -> dict[str, str]:
         module = sys.modules.get(name)
         if module is None:
           if not path.is_file():
-            raise ConfigError(f"config import {entry!r}: no such file")
+            raise ConfigError(f"config import {entry!r}: no such file {str(path.absolute())!r}")
           spec = importlib.util.spec_from_file_location(name, path)
           module = importlib.util.module_from_spec(spec)
           sys.modules[name] = module

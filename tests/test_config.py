@@ -231,3 +231,31 @@ def test_the_config_keys_page_is_complete_and_up_to_date(capsys):
           assert not missing, (entry.name, missing)
   assert "| `p` | real in [0, 1] | `0.8` |" in page              # bootstrapped_nn's: range
   assert "| `chunk` | integer | `1000` |" in page and "| `steps` | integer | required |" in page
+
+
+def test_a_configs_paths_are_relative_to_its_folder(tmp_path, monkeypatch):
+  X, y = toy_data()
+  folder = tmp_path / "configs"
+  (folder / "data").mkdir(parents=True)
+  with gzip.open(folder / "data" / "toy.csv.gz", "wt") as f:
+    f.write("a,b,c,d,e,f,label\n")
+    f.writelines(",".join(f"{v:.6f}" for v in row) + f",{label}\n" for row, label in zip(X, y))
+  monkeypatch.chdir(tmp_path)                   # elsewhere than the config
+  head = ('family = "neural"\nseeds = 1\nsteps = 5\n[agent]\nname = "neural_ucb"\nwidth = 8\n'
+          '[env]\nname = "classification"\n')
+  cfg = folder / "sweep.toml"
+  for env in ('dataset = "data/toy.csv.gz"',                  # a path, from the config's folder
+              'dataset = "toy"\ndata_dir = "data"'):           # a name, in a relative data_dir
+    cfg.write_text(head + env)
+    c = config.load(cfg)
+    np.testing.assert_array_equal(c.fixed["features"], data.load(folder / "data" / "toy.csv.gz").features)
+    recorded = c.effective["env"]
+    assert recorded["dataset"] in ("toy", str(folder / "data" / "toy.csv.gz"))   # absolute path
+    assert recorded["data_dir"] in (None, str(folder / "data"))
+  cfg.write_text(head + 'dataset = "data/missing.csv"')
+  with pytest.raises(config.ConfigError, match=f"data file '{folder / 'data' / 'missing.csv'}' "
+                     "does not exist"):
+    config.load(cfg)
+  cfg.write_text('import = ["mine.py"]\n' + head + 'dataset = "toy"')
+  with pytest.raises(config.ConfigError, match=f"no such file '{folder / 'mine.py'}'"):
+    config.load(cfg)
