@@ -64,7 +64,7 @@ def register_demo(subparsers) -> None:
                     help=f"iterations per run (default {demo_lib.STEPS})")
   demo.add_argument("--alpha", type=float, default=demo_lib.ALPHA,
                     help=f"the constant alpha (default {demo_lib.ALPHA:g})")
-  demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+  _add_no_progress(demo)
   demo.set_defaults(handler=_demo)
 
 
@@ -92,7 +92,7 @@ def register_run(subparsers) -> None:
   p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                  help="override any key, dotted for tables: env.beta=0.1, grid.alpha=[1, 3] "
                       "(repeatable); recorded in the run's config.toml")
-  p.add_argument("--no-progress", action="store_true", help="no progress bar")
+  _add_no_progress(p)
   dist = p.add_argument_group("several hosts (jax.distributed.initialize)")
   dist.add_argument("--distributed", action="store_true",
                     help="initialise from the cluster launcher's environment (SLURM, Open MPI, ...)")
@@ -161,8 +161,7 @@ def register_report(subparsers) -> None:
 def _demo(args) -> int:
   from rbx import demo as demo_lib
   try:
-    demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha,
-                 progress=not args.no_progress)
+    demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha, progress=_progress(args))
   except ValueError as e:
     return _fail("demo", e)
   return 0
@@ -178,24 +177,27 @@ def _run(args) -> int:
   from rbx import config as config_lib
   from rbx import experiment
   from rbx.core import checkpoint, devices
+  directory = args.resume                   # the run's, once its config is read
   try:
     if args.distributed or args.coordinator:
       devices.initialize(args.coordinator, args.num_processes, args.process_id)
     if args.resume:
-      status = experiment.resume(args.resume, progress=not args.no_progress)
+      status = experiment.resume(args.resume, progress=_progress(args))
     else:
       overrides = dict(config_lib.parse_setting(x) for x in args.set)
       overrides.update({k: getattr(args, k) for k in ("seeds", "steps")
                         if getattr(args, k) is not None})
       cfg = config_lib.load(args.config, out=args.out, overrides=overrides, imports=args.imports)
-      status = experiment.run(cfg, progress=not args.no_progress, overwrite=args.overwrite)
+      directory = cfg.out
+      status = experiment.run(cfg, progress=_progress(args), overwrite=args.overwrite)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("run", e)
   except MemoryError as e:                  # past the estimate (`rbx.core.memory`): recorded
     return _fail("run", f"out of memory ({e or 'MemoryError'}); the run's status is 'failed': "
                         "use fewer seeds, record = \"log\" or \"summary\", or a smaller seed_block")
   except KeyboardInterrupt:
-    print("rbx run: stopped at once; the last checkpoint is intact (rbx run --resume DIR)",
+    print("rbx run: stopped at once" + ("" if directory is None else
+          f"; the last checkpoint is intact: continue with `rbx run --resume {directory}`"),
           file=sys.stderr)
     return EXIT_INTERRUPTED
   if status == experiment.COMPLETE and jax.process_index() == 0:
@@ -221,6 +223,18 @@ def _print_summary(directory) -> None:
   text = report.markdown(res, {}, report.reference_exponent(res))
   section = text.split("\n## ", 2)[1].rstrip("\n")
   print(f"\n## {section}\n\n`rbx report {directory}` writes the whole report with its plots.")
+
+
+def _add_no_progress(parser) -> None:
+  parser.add_argument("--no-progress", action="store_true",
+                      help="no progress bar: plain lines on stderr instead (each compile, and "
+                           "how far the run is at most every 10 s and at the end; for logs)")
+
+
+def _progress(args) -> bool | str:
+  """The sweeps' `progress` of `--no-progress`: plain lines (`rbx.core.progress.PLAIN`)."""
+  from rbx.core import progress
+  return progress.PLAIN if args.no_progress else True
 
 
 def _add_log(parser) -> None:

@@ -70,9 +70,11 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   recorder = Recorder(config.record, config.steps,
                       (len(grid.combos()), grid.num_points, config.seeds.size), config.log_points)
   recorder.restore({"data": arrays["records.data"], "cum": arrays["records.cum"]})
+  reached = int(meta["t"]) or config.steps  # the bar's t; 0: the units before are done
   return partial(results_lib.from_records(
       grid, config.seeds, recorder, recorder.data, complete=False, timing=meta["stats"],
-      config=tomllib.loads(text), metadata=results_lib.read_json(meta_path),
+      config=tomllib.loads(text),
+      metadata={**results_lib.read_json(meta_path), plots.REACHED: reached},
       runs=run_table(config.grid)))
 
 
@@ -219,17 +221,25 @@ def summary_table(res: results_lib.Results) -> list[str]:
 
 
 def _effective(effective: dict, config: dict) -> str:
-  """`rbx.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); algorithm1 (...)". A value
-  that the config sets in [env] only (Example 2's kappa) is the environment's: it is listed
-  there, not under agents with a parameter of that name (a schedule's κ, unused by a
-  constant α). A None — a default derived from another value, as learner_r_max = r_max —
-  is left out."""
+  """`rbx.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); every
+  agent (solver = (...)); algorithm1 (...); vpo": what several agents share with the same
+  value (the solver's settings) is listed once, under "every agent". A value that the config
+  sets in [env] only (Example 2's kappa) is the environment's: it is listed there, not under
+  agents with a parameter of that name (a schedule's κ, unused by a constant α). A None — a
+  default derived from another value, as learner_r_max = r_max — is left out."""
   env = {k: v for k, v in effective.get("env", {}).items() if k != "name" and v is not None}
   env_only = set(config.get("env", {})) - set(config.get("agent", {}))
   agents = {name: {k: v for k, v in params.items() if k not in env_only}
             for name, params in effective.get("agent", {}).items()}
-  return "; ".join([f"env ({_values(env)})"] + [f"{name} ({_values(params)})"
-                                                 for name, params in agents.items()])
+  first, *others = list(agents.values()) or [{}]
+  shared = {k: v for k, v in first.items()
+            if others and all(k in p and p[k] == v for p in others)}
+  own = {name: {k: v for k, v in params.items() if k not in shared}
+         for name, params in agents.items()}
+  return "; ".join([f"env ({_values(env)})"]
+                   + ([f"every agent ({_values(shared)})"] if shared else [])
+                   + [f"{name} ({_values(params)})" if params else name
+                      for name, params in own.items()])
 
 
 def _values(table: dict) -> str:

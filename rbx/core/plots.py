@@ -36,6 +36,7 @@ from rbx import _checks
 from rbx.core import results as results_lib
 from rbx.core.grid import is_number
 
+REACHED = "reached_step"    # an interrupted run's metadata: the step its run got to (`rbx.report`)
 MAX_LINES = 24
 MAX_PANELS = 6
 TITLE_WIDTH = 80                # characters on a title line before the next part starts a line
@@ -261,11 +262,14 @@ def setting(res: results_lib.Results) -> str:
 
 def partial_label(res: results_lib.Results) -> str | None:
   """The label of an interrupted run's results (`rbx.report.partial`), "partial: step t
-  of T" and how many grid points have run if not all; None for a complete run."""
+  of T" — t where the run got to (metadata `REACHED`, as its progress bar said; with record
+  "log" the last recorded step may be earlier), else the last recorded step — and how many
+  grid points have run if not all; None for a complete run."""
   if res.complete:
     return None
   steps = (res.config or {}).get("steps")
-  text = f"partial: step {int(res.coords['step'][-1])}" + (f" of {steps}" if steps else "")
+  reached = (res.metadata or {}).get(REACHED, int(res.coords["step"][-1]))
+  text = f"partial: step {reached}" + (f" of {steps}" if steps else "")
   final = res.final().reshape(-1, res.cumulative.shape[-2])
   run = int(np.isfinite(final).all(axis=-1).sum())
   return text if run == len(final) else f"{text}, {run} of {len(final)} grid points"

@@ -38,7 +38,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
           seeds: int | Sequence[int], steps: int, *, static: Sequence[str] | None = None,
           devices: int | None = None, seed_batch: int | None = None, chunk: int | None = None,
           record: str = "steps", log_points: int = 50, seed_block: int | None = None,
-          progress: bool | None = None, start: driver.Snapshot | None = None,
+          progress: bool | str | None = None, start: driver.Snapshot | None = None,
           on_chunk: Callable[[driver.Snapshot], None] | None = None,
           stop: Callable[[], bool] | None = None,
           compiles: list | None = None) -> Results:
@@ -62,7 +62,8 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     record: "steps" (every r_t), "log" or "summary" (see `rbx.core.record`).
     log_points: the number of log-spaced steps kept by record = "log".
     seed_block: seeds whose state is held at once (default all).
-    progress: a tqdm bar (`rbx.core.progress`): True, False, or None (default): shown where
+    progress: a tqdm bar (`rbx.core.progress`): True, False, "plain" (a line at most every
+      10 s, no bar), or None (default): shown where
       someone watches — stderr is a terminal, or a Jupyter kernel — once the sweep has run a
       few seconds.
     start, on_chunk, stop: continue from a driver snapshot, receive one after every chunk,

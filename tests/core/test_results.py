@@ -244,6 +244,8 @@ def test_an_interrupted_run_is_reported_as_far_as_it_got(tmp_path):
   assert text.startswith(f"# Fake sweep (partial: step {cut.coords['step'][-1]} of 400)")
   assert "**Partial results**" in text and "--resume" in text
   assert "partial: step" in plots.cumulative(cut).axes[0].get_title()
+  got_to = dataclasses.replace(cut, metadata={plots.REACHED: 100})   # as the bar said (record
+  assert plots.partial_label(got_to) == "partial: step 100 of 400"   # "log": t=100 unrecorded)
   not_started = interrupted(fake_results())
   not_started.recorded[1] = np.nan                                   # the second agent: nothing
   cut = report.partial(not_started)
@@ -503,3 +505,17 @@ def test_per_agent_runs_have_their_fields_as_coordinates_columns_and_legends(tmp
   (old / "config.toml").write_text('[[grid]]\nagent = ["algorithm1"]\n'
                                    '[[grid]]\nagent = ["vpo"]\nalpha = [1.0, 5.0]\n')
   assert results_lib.load(old).runs == res.runs
+
+
+def test_the_report_lists_what_every_agent_shares_once():
+  solver = {"starts": 16, "iterations": 10}
+  effective = {"env": {"name": "example1", "p": 0.0, "beta": 0.5},
+               "agent": {"algorithm1": {"alpha": 3.0, "solver": solver, "full_solves": 2},
+                         "vpo": {"alpha": 3.0, "solver": solver},
+                         "greedy": {"solver": solver}}}
+  res = dataclasses.replace(fake_results(), metadata={"effective": effective},
+                            config={"env": {"name": "example1"}})
+  line = next(l for l in report.markdown(res, {}).splitlines() if "every parameter as run" in l)
+  assert line.count("starts = 16") == 1 and line.endswith(
+      "env (p = 0.0, beta = 0.5); every agent (solver = (starts = 16, iterations = 10)); "
+      "algorithm1 (alpha = 3.0, full_solves = 2); vpo (alpha = 3.0); greedy")
