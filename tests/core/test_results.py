@@ -176,14 +176,17 @@ def test_plots_read_like_a_paper_figure():
       "Algorithm 1, α = 3, r_max = 4")
   assert plots.label({"agent": "neural_ucb", "nu": 0.1}) == "NeuralUCB, ν = 0.1"
   ax = plots.cumulative(res, log=True).axes[0]
-  assert ax.get_title() == ("Fake sweep\nκ = 1, α_t: proposition3 · cumulative regret, mean "
-                            "and 95% CI over 5 seeds")
+  assert ax.get_title() == ("Fake sweep\nκ = 1, α_t: proposition3\ncumulative regret, mean "
+                            "and 95% CI over 5 seeds")         # lines as wide as the axes
   # a colour per agent, a line style per β, and a legend of each
   assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Algorithm 1", "VPO", "β = 0.5",
                                                                  "β = 1"]
   assert [(l.get_color(), l.get_linestyle()) for l in ax.lines if l.get_linewidth() > 1] == [
       ("C0", "-"), ("C0", "--"), ("C1", "-"), ("C1", "--")]
   assert ax.get_yscale() == "log" and len(ax.collections) == 4       # a CI band per line
+  edges = [l for l in ax.lines if l.get_linewidth() < 1]             # each edged in its style
+  assert [(l.get_color(), l.get_linestyle()) for l in edges[:4]] == [("C0", "-")] * 2 + [
+      ("C0", "--")] * 2
   one_beta = dataclasses.replace(res.sel(beta=0.5), config={       # one exponent: said once
       **PROPOSITION3, "env": {"name": "random_instance", "beta": 0.5}})
   ax = plots.scaling(one_beta, reference=report.reference_exponent(one_beta)).axes[0]
@@ -204,6 +207,16 @@ def test_plots_read_like_a_paper_figure():
   example2 = {"title": "Fake sweep", "env": {"name": "example2", "kappa": 5.0, "beta": 0.1,
                                              "r_max": 7.0}, "agent": {"alpha": 3.0}}
   assert plots.heatmap(dataclasses.replace(res, config=example2))._suptitle.get_text() == title
+  greedy = dataclasses.replace(res, coords={**res.coords, "agent": np.array(["algorithm1",
+                                                                            "greedy"])})
+  mixed = {**example2, "family": "rlhf", "title": "A title much longer than the axes of a "
+           "figure seven inches wide"}                        # greedy takes no α: α named
+  assert plots.setting(dataclasses.replace(greedy, config=mixed)) == (
+      "κ = 5, r_max = 7; α = 3 (Algorithm 1)")
+  assert plots.setting(dataclasses.replace(res, config={**mixed, "family": "rlhf"})).endswith(
+      "α = 3")                                                # every agent takes it
+  text = plots.scaling(dataclasses.replace(greedy, config=mixed)).axes[0].get_title()
+  assert max(map(len, text.splitlines())) <= plots.TITLE_WIDTH and len(text.splitlines()) == 4
 
 
 def test_ci_bands_are_clipped_at_zero_and_omitted_below_three_seeds():
@@ -252,7 +265,8 @@ def test_an_interrupted_run_is_reported_as_far_as_it_got(tmp_path):
   assert cut.coords["step"][-1] == 400 and cut.coords["seed"].size == 5
   assert plots.partial_label(cut) == "partial: step 400 of 400, 2 of 4 grid points"
   assert "| vpo | 0.5 | 0 | not run yet |" in report.markdown(cut, {})
-  assert len(plots.cumulative(cut).axes[0].lines) == 2       # only the runs that ran
+  drawn = [l for l in plots.cumulative(cut).axes[0].lines if l.get_linewidth() > 1]
+  assert len(drawn) == 2                                     # only the runs that ran
   not_started.recorded[:] = np.nan
   with pytest.raises(ValueError, match="recorded nothing yet"):
     report.partial(not_started)
