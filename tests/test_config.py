@@ -1,6 +1,7 @@
 """Sweep configs: malformed ones are rejected before anything compiles, each with a message
 naming the key; good ones give the grid, seeds and options they say."""
 import gzip
+import re
 import os
 from pathlib import Path
 
@@ -259,3 +260,14 @@ def test_a_configs_paths_are_relative_to_its_folder(tmp_path, monkeypatch):
   cfg.write_text('import = ["mine.py"]\n' + head + 'dataset = "toy"')
   with pytest.raises(config.ConfigError, match=f"no such file '{folder / 'mine.py'}'"):
     config.load(cfg)
+
+
+DOCUMENTED = [(page.name, block) for page in sorted([*(CONFIGS.parent / "docs").glob("*.md"),
+                                                    CONFIGS.parent / "README.md"])
+              for block in re.findall(r"```toml\n(.*?)```", page.read_text(), re.S)]
+
+
+@pytest.mark.parametrize("page,block", DOCUMENTED, ids=[p for p, _ in DOCUMENTED])
+def test_documented_configs_are_valid(page, block):
+  assert "family" in block, f"a TOML block of {page} that is not a whole config"
+  config.loads(block)                          # validated, every grid point built; not run
