@@ -24,6 +24,7 @@ JAX sweeps over seeds and hyperparameters.
                                  one slice of the seeds (a job array task), into DIR
   rbx merge DIR... --out OUT     join slices of one config into one run directory
   rbx report DIR / rbx plot DIR  a run's summary and plots (--out OUT to write elsewhere)
+  rbx keys                       every config key: kind, default, meaning (docs/config_keys.md)
   rbx data download NAME         a data set of the NeuralRBMLE paper
 
 `rbx COMMAND --help` describes each command."""
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument("--version", action="version", version=f"rbx {__version__}")
   sub = parser.add_subparsers(dest="command", metavar="COMMAND")
   for register in (register_demo, register_run, register_merge, register_plot, register_report,
-                   data_cli.register):
+                   register_keys, data_cli.register):
     register(sub)
   return parser
 
@@ -63,7 +64,7 @@ def register_demo(subparsers) -> None:
                     help=f"iterations per run (default {demo_lib.STEPS})")
   demo.add_argument("--alpha", type=float, default=demo_lib.ALPHA,
                     help=f"the constant alpha (default {demo_lib.ALPHA:g})")
-  demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+  _add_no_progress(demo)
   _add_compile_cache(demo)
   demo.set_defaults(handler=_demo)
 
@@ -92,7 +93,7 @@ def register_run(subparsers) -> None:
   p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                  help="override any key, dotted for tables: env.beta=0.1, grid.alpha=[1, 3] "
                       "(repeatable); recorded in the run's config.toml")
-  p.add_argument("--no-progress", action="store_true", help="no progress bar")
+  _add_no_progress(p)
   _add_compile_cache(p)
   dist = p.add_argument_group("several hosts (jax.distributed.initialize)")
   dist.add_argument("--distributed", action="store_true",
@@ -115,6 +116,22 @@ def register_merge(subparsers) -> None:
   p.add_argument("dirs", nargs="+", metavar="DIR", help="a complete run directory (a slice)")
   p.add_argument("--out", metavar="OUT", required=True, help="the new run directory")
   p.set_defaults(handler=_merge)
+
+
+def register_keys(subparsers) -> None:
+  """Adds `rbx keys`."""
+  p = subparsers.add_parser(
+      "keys", help="every config key with its kind, default and meaning (Markdown)",
+      description="Prints the reference of every config key — the run keys, and every "
+      "environment's and agent's parameters of each family — from the registries, as "
+      "docs/config_keys.md has it.")
+  p.set_defaults(handler=_keys)
+
+
+def _keys(args) -> int:
+  from rbx import config_keys
+  print(config_keys.reference(), end="")
+  return 0
 
 
 def register_plot(subparsers) -> None:
@@ -147,8 +164,7 @@ def _demo(args) -> int:
   from rbx import demo as demo_lib
   compile_cache(not args.no_compile_cache)
   try:
-    demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha,
-                 progress=not args.no_progress)
+    demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha, progress=_progress(args))
   except ValueError as e:
     return _fail("demo", e)
   return 0
@@ -165,24 +181,27 @@ def _run(args) -> int:
   from rbx import config as config_lib
   from rbx import experiment
   from rbx.core import checkpoint, devices
+  directory = args.resume                   # the run's, once its config is read
   try:
     if args.distributed or args.coordinator:
       devices.initialize(args.coordinator, args.num_processes, args.process_id)
     if args.resume:
-      status = experiment.resume(args.resume, progress=not args.no_progress)
+      status = experiment.resume(args.resume, progress=_progress(args))
     else:
       overrides = dict(config_lib.parse_setting(x) for x in args.set)
       overrides.update({k: getattr(args, k) for k in ("seeds", "steps")
                         if getattr(args, k) is not None})
       cfg = config_lib.load(args.config, out=args.out, overrides=overrides, imports=args.imports)
-      status = experiment.run(cfg, progress=not args.no_progress, overwrite=args.overwrite)
+      directory = cfg.out
+      status = experiment.run(cfg, progress=_progress(args), overwrite=args.overwrite)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("run", e)
   except MemoryError as e:                  # past the estimate (`rbx.core.memory`): recorded
     return _fail("run", f"out of memory ({e or 'MemoryError'}); the run's status is 'failed': "
                         "use fewer seeds, record = \"log\" or \"summary\", or a smaller seed_block")
   except KeyboardInterrupt:
-    print("rbx run: stopped at once; the last checkpoint is intact (rbx run --resume DIR)",
+    print("rbx run: stopped at once" + ("" if directory is None else
+          f"; the last checkpoint is intact: continue with `rbx run --resume {directory}`"),
           file=sys.stderr)
     return EXIT_INTERRUPTED
   if status == experiment.COMPLETE and jax.process_index() == 0:
@@ -244,6 +263,18 @@ def compile_cache(enabled: bool = True,
   jax.config.update("jax_compilation_cache_dir", path)
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
   return path
+
+
+def _add_no_progress(parser) -> None:
+  parser.add_argument("--no-progress", action="store_true",
+                      help="no progress bar: plain lines on stderr instead (each compile, and "
+                           "how far the run is at most every 10 s and at the end; for logs)")
+
+
+def _progress(args) -> bool | str:
+  """The sweeps' `progress` of `--no-progress`: plain lines (`rbx.core.progress.PLAIN`)."""
+  from rbx.core import progress
+  return progress.PLAIN if args.no_progress else True
 
 
 def _add_log(parser) -> None:

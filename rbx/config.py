@@ -1,6 +1,8 @@
 """Sweep configs in TOML, validated before anything compiles.
 
-A config names a family, an environment, agents, a hyperparameter grid and how to run:
+A config names a family, an environment, agents, a hyperparameter grid and how to run (every
+key with its kind, default and meaning: docs/config_keys.md, printed by `rbx keys` from
+`RUN_KEYS` and the registries, `rbx.config_keys`):
 
 ```toml
 import = ["my_agents"]       # optional: modules (names, or .py files relative to this
@@ -83,7 +85,8 @@ RLHF schedule's own defaults (e.g. scale = 1; `rbx.schedules`).
 Data sets: an environment that takes arrays `features` and `labels` (the neural
 classification bandit) is given them here: its [env] table names a data set with the keys of
 `DATASET` (`dataset = "mushroom"`, `label`, `bad_cells`, ...), which `load` reads with
-`rbx.data.load` into `Config.fixed`, so the families never read files.
+`rbx.data.load` into `Config.fixed`, so the families never read files. A `dataset` path and
+`data_dir` are relative to the config's folder (`load`).
 
 A `Config` is complete once `load` returns it: its `build` (`rbx.core.registry.Build`) and
 `effective` values are resolved there, once, so `rbx.core` gets plain values and never
@@ -112,11 +115,44 @@ from rbx.core.grid import RUN, Grid, runs
 from rbx.core.record import RECORDS
 from rbx.core.registry import INT, STR, TABLE, VECTOR, Param
 
-RUN_KEYS = {"import": "import", "family": STR, "title": STR, "seeds": "seeds", "steps": INT,
-            "chunk": INT, "record": STR, "log_points": INT, "seed_batch": INT,
-            "seed_block": INT, "devices": INT, "out": STR}
-TABLES = ("env", "agent", "grid")
 DEFAULT_CHUNK = 1000
+
+
+class RunKey(NamedTuple):
+  """A top-level config key: its kind (a `rbx.core.registry` kind, or "seeds" and "import",
+  checked on their own), its meaning, whether a config must set it, and its default (None:
+  the meaning says what is used)."""
+  kind: str
+  doc: str
+  required: bool = False
+  default: Any = None
+
+
+RUN_KEYS = {
+    "import": RunKey("import", "modules (names importable here or in the current directory, "
+                     "or .py files relative to the config) imported first, so the agents and "
+                     "environments they register exist; `rbx run --import` adds to it", False, []),
+    "family": RunKey(STR, "the family: " + " or ".join(f'"{f}"' for f in ("rlhf", "neural")),
+                     True),
+    "title": RunKey(STR, "a title for the report and the plots", False, ""),
+    "seeds": RunKey("seeds", 'n (seeds 0..n-1), a list of seeds, or "START:STOP" (half-open: '
+                    "one slice of a job array, joined by `rbx merge`)", True),
+    "steps": RunKey(INT, "T, the steps of every run", True),
+    "chunk": RunKey(INT, "steps per jitted chunk (a checkpoint and a progress line after "
+                    "each); at most `steps`", False, DEFAULT_CHUNK),
+    "record": RunKey(STR, '"steps" (every r_t), "log" (R(t) at `log_points` log-spaced t) or '
+                     '"summary" (R(T) only)', False, "steps"),
+    "log_points": RunKey(INT, 'the steps that record = "log" keeps', False, 50),
+    "seed_batch": RunKey(INT, "seeds vmapped at once per device (default: the family's: rlhf "
+                         "64, fewer for large A and |X|; neural 1 on a CPU, 64 on an "
+                         "accelerator)"),
+    "seed_block": RunKey(INT, "seeds whose state is held in memory at once (default: all)"),
+    "devices": RunKey(INT, "local devices to shard the seeds over (default: all)"),
+    "out": RunKey(STR, "the run directory, relative to the current directory (default: "
+                  "runs/<the config's name>)"),
+}
+"""Every top-level key of a config; the tables [env], [agent] and [grid] are `TABLES`."""
+TABLES = ("env", "agent", "grid")
 DATA_FIELDS = ("features", "labels")
 DATASET: dict[str, Param] = {
     "dataset": registry.string(doc="a data set name in the data directory, or a CSV path"),
@@ -135,7 +171,7 @@ DATASET: dict[str, Param] = {
 """The [env] keys of an environment that takes `DATA_FIELDS` (arrays, e.g. the neural
 classification bandit): the data set that `load` reads into them with `rbx.data.load` (these
 are its keyword arguments), once per config; they cannot be swept."""
-_DATASET = registry.Entry("data set", data_lib.load, DATASET)     # (its defaults: load's)
+DATASET_ENTRY = registry.Entry("data set", data_lib.load, DATASET)     # (its defaults: load's)
 
 
 class ConfigError(ValueError):
@@ -222,7 +258,10 @@ def load(path: str | os.PathLike, out: str | None = None,
          overrides: dict[str, Any] | None = None, imports: list[str] = ()) -> Config:
   """Reads and validates the config at `path`; `out` overrides its run directory,
   `overrides` its keys (see `override`) and `imports` are added to its `import` list
-  (`rbx run --import`; files relative to the current directory)."""
+  (`rbx run --import`; files relative to the current directory). Its paths — .py files in
+  `import`, [env] `dataset` when a path (`rbx.data.is_path`; a name is looked up in the data
+  directory) and `data_dir` — are relative to its folder and recorded absolute, so the run's
+  config.toml finds them again."""
   path = Path(path)
   try:
     text = path.read_text()
@@ -238,6 +277,12 @@ def load(path: str | os.PathLike, out: str | None = None,
               + [_absolute(e, Path.cwd()) for e in imports])
     if listed != given:
       overrides["import"] = listed
+  env = tomllib.loads(text).get("env")
+  for key in ("dataset", "data_dir"):        # paths from the config's folder, as imports
+    value = env.get(key) if isinstance(env, dict) else None
+    if (isinstance(value, str) and f"env.{key}" not in overrides
+        and (key == "data_dir" or data_lib.is_path(value))):
+      overrides[f"env.{key}"] = str((path.parent / Path(value).expanduser()).absolute())
   if overrides:
     text = override(text, overrides)
   return loads(text, default_out=str(Path("runs") / path.stem), out=out)
@@ -269,7 +314,7 @@ def import_modules(entries: list[str]) -> dict[str, str]:
         module = sys.modules.get(name)
         if module is None:
           if not path.is_file():
-            raise ConfigError(f"config import {entry!r}: no such file")
+            raise ConfigError(f"config import {entry!r}: no such file {str(path.absolute())!r}")
           spec = importlib.util.spec_from_file_location(name, path)
           module = importlib.util.module_from_spec(spec)
           sys.modules[name] = module
@@ -354,7 +399,8 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   if isinstance(seeds, str):
     seeds = _wrap(lambda: _checks.seed_range(seeds), "config ")
   chunk = min(run.get("chunk", DEFAULT_CHUNK), steps)       # a chunk longer than the run: one chunk
-  record = _wrap(lambda: _checks.choice("record", run.get("record", "steps"), RECORDS))
+  record = _wrap(lambda: _checks.choice("record", run.get("record", RUN_KEYS["record"].default),
+                                        RECORDS))
 
   env_table = dict(raw.get("env", {}))
   agent_table = dict(raw.get("agent", {}))
@@ -379,10 +425,11 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
       where = f"{table}.agent[{i}]" if "agent" in sub else "agent.name"
       if not isinstance(a, str):
         raise ConfigError(f"config {where} must be a string, got {a!r}")
-      _wrap(lambda: _checks.choice(where, a, family.agents))
+      if a not in family.agents:
+        _wrap(lambda: _checks.choice(where, a, family.agents), _unregistered(run, a))
       agents += [a] * (a not in agents)
   params = _parameters(family, env_name, agents)
-  env_keys = list(_env_params(family, env_name))
+  env_keys = list(env_params(family, env_name))
   allowed = {"env": env_keys, "agent": [k for k in params if k not in env_keys],
              **{table: list(params) for table in subgrids}}
 
@@ -414,7 +461,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   config = Config(family=fam_name, title=run.get("title", ""), env=env_name, fixed=fixed, grid=grid,
                   seeds=np.zeros(0, np.int64),     # made once their memory is checked, below
                   steps=steps, chunk=chunk, record=record,
-                  log_points=run.get("log_points", 50),
+                  log_points=run.get("log_points", RUN_KEYS["log_points"].default),
                   seed_batch=run.get("seed_batch"),     # None: the default, set below
                   seed_batch_reason=batching.USER,
                   seed_block=seed_block, devices=run.get("devices"),
@@ -439,10 +486,10 @@ def _resolve_effective(config: Config, family: registry.Family, envs: list) -> d
   swept = {f for p in points for f in p}
   env_entry, read = family.envs[config.env], "dataset" in config.fixed
   env_given = {k: v for k, v in config.fixed.items()
-               if k in _env_params(family, config.env) and not (read and k in DATA_FIELDS)}
+               if k in env_params(family, config.env) and not (read and k in DATA_FIELDS)}
   env = _effective(env_entry, env_given, env_given, swept)
   if read:                                   # the data set's options, not its arrays
-    env.update({k: _as_data(v) for k, v in _DATASET.defaults().items() if k not in env})
+    env.update({k: as_data(v) for k, v in DATASET_ENTRY.defaults().items() if k not in env})
   out = {"env": {"name": config.env, **env}, "agent": {}}
   for name in config._agents():
     i = next(i for i, p in enumerate(points) if p.get("agent", name) == name)
@@ -460,31 +507,31 @@ def _effective(entry: registry.Entry, given: dict[str, Any], prepared: dict[str,
   """`given` (the config's values of `entry`'s parameters) completed with what the family's
   `prepare` made of them where that is data (a table with every field), and with the
   constructor's defaults of what it did not set; grid fields (`swept`) left out."""
-  out = {k: _as_data(v) for k, v in given.items()}
+  out = {k: as_data(v) for k, v in given.items()}
   for k, v in prepared.items():
     if k in entry.params and k not in swept:
       try:
-        out[k] = _as_data(v)
+        out[k] = as_data(v)
       except TypeError:             # e.g. a schedule's function: the config's values say it
         pass
   for k, v in entry.defaults().items():
     if k not in out and k not in prepared and k not in swept:
-      out[k] = _as_data(v)
+      out[k] = as_data(v)
   return out
 
 
-def _as_data(value):
+def as_data(value):
   """`value` as JSON data (a NamedTuple as a table); TypeError for what is not data."""
   if value is None or isinstance(value, (bool, int, float, str)):
     return value
   if isinstance(value, np.generic):
     return value.item()
   if hasattr(value, "_asdict"):
-    return {k: _as_data(v) for k, v in value._asdict().items()}
+    return {k: as_data(v) for k, v in value._asdict().items()}
   if isinstance(value, dict):
-    return {k: _as_data(v) for k, v in value.items()}
+    return {k: as_data(v) for k, v in value.items()}
   if isinstance(value, (list, tuple)):
-    return [_as_data(v) for v in value]
+    return [as_data(v) for v in value]
   if hasattr(value, "__array__"):
     return np.asarray(value).tolist()
   raise TypeError(f"{type(value).__name__} is not data")
@@ -510,14 +557,14 @@ def _check_points(config: Config, where: dict[str, str]) -> list:
 
 def _parameters(family: registry.Family, env: str, agents: list[str]) -> dict[str, Param]:
   """Every parameter name the env and the agents take -> its declaration (the first one)."""
-  params = {"agent": registry.string(family.agents), **_env_params(family, env)}
+  params = {"agent": registry.string(family.agents), **env_params(family, env)}
   for entry in (family.agents[a] for a in agents if a in family.agents):
     for k, p in entry.params.items():
       params.setdefault(k, p)
   return params
 
 
-def _env_params(family: registry.Family, env: str) -> dict[str, Param]:
+def env_params(family: registry.Family, env: str) -> dict[str, Param]:
   """The [env] keys of environment `env`: its declared parameters, and `DATASET`'s where it
   takes `DATA_FIELDS`."""
   params = family.envs[env].params
@@ -544,15 +591,28 @@ def _read_dataset(fixed: dict[str, Any], env: str) -> dict[str, Any]:
   return {**fixed, **{f: getattr(ds, f) for f in DATA_FIELDS}}
 
 
+def _unregistered(run: dict, agent: str):
+  """A `_wrap` that adds to "is not one of" where an agent of one's own comes from."""
+  def wrap(message: str) -> str:
+    if run.get("import"):
+      return (f"config {message}; the modules in import = {run['import']} do not register "
+              f"{agent!r}")
+    return (f"config {message}; an agent of one's own is registered by a module of yours: "
+            "rbx run --import my_agents.py, or import = [\"my_agents.py\"] in the config "
+            "(docs/concepts.md, \"Adding an agent\")")
+  return wrap
+
+
 def _checks_key(what: str, key: str, allowed) -> None:
   _wrap(lambda: _checks.choice(what, key, allowed))
 
 
-def _wrap(check, prefix: str = "config: "):
+def _wrap(check, prefix="config: "):
+  """`check()`, its ValueError as a ConfigError: `prefix` + its message, or `prefix(message)`."""
   try:
     return check()
   except ValueError as e:
-    raise ConfigError(f"{prefix}{e}") from e
+    raise ConfigError(prefix(str(e)) if callable(prefix) else f"{prefix}{e}") from e
 
 
 def _check_run_value(key: str, value) -> None:
@@ -563,7 +623,7 @@ def _check_run_value(key: str, value) -> None:
       raise ConfigError(f"config import must be a list of module names or .py files, got "
                         f"{value!r}")
     return
-  kind = RUN_KEYS[key]
+  kind = RUN_KEYS[key].kind
   _check_kind(key, value, kind)
   if kind == INT:
     low = 2 if key == "log_points" else 1

@@ -27,13 +27,14 @@ THRESHOLDS = {"example1": 0.5, "example2": 0.01}   # the suboptimality of Propos
 
 
 def run(seeds: int = SEEDS, steps: int = STEPS, alpha: float = ALPHA, echo=print,
-        progress: bool | None = None) -> dict:
+        progress: bool | str | None = None) -> dict:
   """Runs the demo; returns {example: `rbx.Results` with axes (agent, seed, step)}.
-  `progress` is the sweeps' progress bar (see `rbx.sweep`)."""
+  `progress` is the sweeps' progress (see `rbx.sweep`), on stderr while an example runs;
+  `echo` gets each example's table once its sweep is done, so no progress or compile line
+  falls between a table's header and its rows."""
   results = {}
   echo(f"rbx demo: {seeds} seeds x {steps} steps, constant alpha = {alpha:g} "
-       "(mean ± std over seeds, ddof = 1)\n")
-  echo(f"{'example':<10} {'agent':<11} {'cumulative regret':>22} {'still suboptimal':>18}")
+       "(mean ± std over seeds, ddof = 1)")
   for name, make_env in EXAMPLES.items():
     env = make_env()
     start = time.perf_counter()
@@ -41,10 +42,11 @@ def run(seeds: int = SEEDS, steps: int = STEPS, alpha: float = ALPHA, echo=print
                      seeds=seeds, steps=steps, progress=progress)
     results[name] = res
     thr = THRESHOLDS[name]
+    echo(f"\n{name}: {len(AGENTS)} agents in {time.perf_counter() - start:.1f} s")
+    echo(f"{'example':<10} {'agent':<11} {'cumulative regret':>22} {'still suboptimal':>18}")
     for i, agent in enumerate(AGENTS):
       final = res.final()[i]
       stuck = np.mean(res.regret[i, :, -1] >= thr)
       echo(f"{name:<10} {agent:<11} {final.mean():>12.1f} ± {final.std(ddof=1):<8.1f}"
            f" {stuck:>8.0%} (>= {thr:g})")
-    echo(f"{'':<10} ({time.perf_counter() - start:.1f}s)")
   return results

@@ -53,7 +53,7 @@ COMPLETE, INTERRUPTED, RUNNING, FAILED = (rundir.COMPLETE, rundir.INTERRUPTED, r
                                          rundir.FAILED)
 
 
-def run(config: config_lib.Config, *, progress: bool = True, echo: Callable[[str], None] = print,
+def run(config: config_lib.Config, *, progress: bool | str = True, echo: Callable[[str], None] = print,
         overwrite: bool = False) -> str:
   """Runs `config` into the new directory `config.out`; returns the status (complete or
   interrupted). `overwrite`: a run already in the directory (not being run) is deleted
@@ -100,7 +100,7 @@ def _refuse_a_run(directory: Path) -> None:
                           "directory with --out")
 
 
-def resume(directory: str | os.PathLike, *, progress: bool = True,
+def resume(directory: str | os.PathLike, *, progress: bool | str = True,
            echo: Callable[[str], None] = print) -> str:
   """Continues the run in `directory` from its newest good checkpoint; returns the status.
 
@@ -349,7 +349,7 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
             for k in ("compile_seconds", "run_seconds", "seed_steps")}
   timing["seed_steps_per_second"] = timing["seed_steps"] / max(timing["run_seconds"], 1e-12)
   merged = results_lib.Results(slices[0].axes, {**slices[0].coords, "seed": seeds[order]},
-                               **{field: joined}, timing=timing)
+                               **{field: joined}, timing=timing, runs=slices[0].runs)
 
   setting = lambda m: (m.get("local_devices_used"), m.get("sizes", {}).get("seed_batch"),
                        m.get("backend"), m.get("versions"))

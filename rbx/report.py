@@ -21,7 +21,7 @@ from rbx import config as config_lib
 from rbx import experiment
 from rbx.core import checkpoint, plots, registry, rundir
 from rbx.core import results as results_lib
-from rbx.core.grid import Grid, expand
+from rbx.core.grid import Grid, expand, run_table
 from rbx.core.record import Recorder
 
 REPORT = "report.md"
@@ -70,9 +70,12 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   recorder = Recorder(config.record, config.steps,
                       (len(grid.combos()), grid.num_points, config.seeds.size), config.log_points)
   recorder.restore({"data": arrays["records.data"], "cum": arrays["records.cum"]})
+  reached = int(meta["t"]) or config.steps  # the bar's t; 0: the units before are done
   return partial(results_lib.from_records(
       grid, config.seeds, recorder, recorder.data, complete=False, timing=meta["stats"],
-      config=tomllib.loads(text), metadata=results_lib.read_json(meta_path)))
+      config=tomllib.loads(text),
+      metadata={**results_lib.read_json(meta_path), plots.REACHED: reached},
+      runs=run_table(config.grid)))
 
 
 def partial(res: results_lib.Results) -> results_lib.Results:
@@ -168,7 +171,7 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
             "non-negative, like the plots' CI bands); the median and the 10% and 90% quantiles, "
             "which show seeds that split into stuck and escaped.", ""]
   lines += summary_table(res)
-  fields = list(res.grid_axes)
+  fields = list(res.fields)
   if "cumulative" in figures:
     lines += ["", f"![cumulative regret]({figures['cumulative']})"]
   if "scaling" in figures:
@@ -185,7 +188,7 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
               "|" + "---|" * (len(fields) + 1 + papers)]
     for i, point, paper in points:
       lines.append("| " + " | ".join(
-          [str(point[f]) for f in fields] + [f"{results_lib.scaling_slope(t, mean[i]):.3f}"]
+          [results_lib.cell(point[f]) for f in fields] + [f"{results_lib.scaling_slope(t, mean[i]):.3f}"]
           + (["—" if paper is None else f"{paper:.3f}"] if papers else [])) + " |")
     lines += ["", f"![regret against T]({figures['scaling']})"]
   if "heatmap" in figures:
@@ -198,7 +201,7 @@ def summary_table(res: results_lib.Results) -> list[str]:
   95% CI, median and 10–90% quantiles, all in one number format (`results.column`: the
   decimals that give the largest 4 significant digits)."""
   rows = res.summary()
-  fields = list(res.grid_axes)
+  fields = list(res.fields)
   keys = ("mean", "std", "ci_low", "ci_high", "median", "q10", "q90")
   ran = [r for r in rows if np.isfinite(r["mean"])]
   like = [r[k] for r in ran for k in keys]
@@ -212,22 +215,31 @@ def summary_table(res: results_lib.Results) -> list[str]:
                v["median"], f"[{v['q10']}, {v['q90']}]"]
     else:
       cells = ["not run yet", "", "", "", ""]
-    lines.append("| " + " | ".join([str(r[f]) for f in fields] + [str(r["n"])] + cells) + " |")
+    lines.append("| " + " | ".join([results_lib.cell(r[f]) for f in fields] + [str(r["n"])]
+                                   + cells) + " |")
   return lines
 
 
 def _effective(effective: dict, config: dict) -> str:
-  """`rbx.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); algorithm1 (...)". A value
-  that the config sets in [env] only (Example 2's kappa) is the environment's: it is listed
-  there, not under agents with a parameter of that name (a schedule's κ, unused by a
-  constant α). A None — a default derived from another value, as learner_r_max = r_max —
-  is left out."""
+  """`rbx.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); every
+  agent (solver = (...)); algorithm1 (...); vpo": what several agents share with the same
+  value (the solver's settings) is listed once, under "every agent". A value that the config
+  sets in [env] only (Example 2's kappa) is the environment's: it is listed there, not under
+  agents with a parameter of that name (a schedule's κ, unused by a constant α). A None — a
+  default derived from another value, as learner_r_max = r_max — is left out."""
   env = {k: v for k, v in effective.get("env", {}).items() if k != "name" and v is not None}
   env_only = set(config.get("env", {})) - set(config.get("agent", {}))
   agents = {name: {k: v for k, v in params.items() if k not in env_only}
             for name, params in effective.get("agent", {}).items()}
-  return "; ".join([f"env ({_values(env)})"] + [f"{name} ({_values(params)})"
-                                                 for name, params in agents.items()])
+  first, *others = list(agents.values()) or [{}]
+  shared = {k: v for k, v in first.items()
+            if others and all(k in p and p[k] == v for p in others)}
+  own = {name: {k: v for k, v in params.items() if k not in shared}
+         for name, params in agents.items()}
+  return "; ".join([f"env ({_values(env)})"]
+                   + ([f"every agent ({_values(shared)})"] if shared else [])
+                   + [f"{name} ({_values(params)})" if params else name
+                      for name, params in own.items()])
 
 
 def _values(table: dict) -> str:

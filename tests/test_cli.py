@@ -75,9 +75,42 @@ def test_demo_shows_the_progress_bar_unless_told_not_to(monkeypatch, capsys):
   out, err = capsys.readouterr()
   assert "100%" in err and "24.0/24.0" in err and "seed-step" in err
   assert "example1   vpo" in out and "seed-step" not in out          # the table stays clean
+  lines = out.splitlines()
+  for example in ("example1", "example2"):                 # each table after its sweep
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"{example}: 3 agents in "))
+    assert lines[at].endswith(" s") and lines[at + 1].split()[:2] == ["example", "agent"]
+    assert [line.split()[:2] for line in lines[at + 2:at + 5]] == [
+        [example, agent] for agent in ("algorithm1", "vpo", "xpo")]
   assert cli.main(["demo", "--seeds", "2", "--steps", "4", "--no-progress"]) == 0
-  out, err = capsys.readouterr()
-  assert err == "" and "example1   vpo" in out
+  out, err = capsys.readouterr()                           # no bar: a plain line per sweep
+  assert "\r" not in err and err.count("100%") == 2 and "example1   vpo" in out
+
+
+def test_no_progress_writes_plain_lines_even_on_a_terminal():
+  class Terminal(io.StringIO):
+    def isatty(self):
+      return True
+  log = Terminal()
+  bar = progress_lib.Progress(100, enabled=progress_lib.PLAIN, file=log)
+  bar.compiled("chunk", 1.0)
+  bar.advance(100, "t=10")
+  bar.close()
+  lines = log.getvalue().splitlines()
+  assert "\r" not in log.getvalue() and lines[0] == "compiled chunk in 1.0s"
+  assert len(lines) == 2 and "100%" in lines[1]
+
+
+def test_ctrl_c_names_the_run_directory_to_resume(tmp_path, monkeypatch, capsys):
+  def interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+  monkeypatch.setattr(experiment, "run", interrupted)
+  monkeypatch.setattr(experiment, "resume", interrupted)
+  cfg = tmp_path / "sweep.toml"
+  cfg.write_text(example1_sweep(seeds=2, steps=4, chunk=2))
+  out = tmp_path / "run"
+  for argv in (["run", str(cfg), "--out", str(out)], ["run", "--resume", str(out)]):
+    assert cli.main(argv) == cli.EXIT_INTERRUPTED
+    assert f"continue with `rbx run --resume {out}`" in capsys.readouterr().err
 
 
 def test_the_progress_bar_writes_plain_lines_off_a_terminal():

@@ -1,6 +1,7 @@
 """Sweep configs: malformed ones are rejected before anything compiles, each with a message
 naming the key; good ones give the grid, seeds and options they say."""
 import gzip
+import re
 import os
 from pathlib import Path
 
@@ -8,7 +9,8 @@ import numpy as np
 import pytest
 
 from helpers import toy_data
-from rbx import config, data, neural
+from rbx import cli, config, config_keys, data, neural
+from rbx.core import registry
 
 CONFIGS = Path(__file__).parents[1] / "configs"
 DATASETS = Path(__file__).parents[2] / "shared" / "datasets"
@@ -203,3 +205,71 @@ def test_the_default_seed_batch_is_the_familys_for_the_largest_problem():
   prompts = config.loads(make(env='name = "random_instance"\nnum_prompts = 100\nnum_actions = 10',
                               agent='name = "greedy"'))
   assert prompts.seed_batch == 4
+
+
+def test_an_unregistered_agent_says_how_to_register_ones_own(tmp_path):
+  with pytest.raises(config.ConfigError, match=r"agent.name='my_mix' is not one of \[.*\]; an "
+                     r"agent of one's own is registered by a module of yours: rbx run --import "
+                     r"my_agents.py, or import = \[\"my_agents.py\"\] in the config"):
+    config.loads(make(agent='name = "my_mix"'))
+  (tmp_path / "empty.py").write_text("")
+  with pytest.raises(config.ConfigError, match=r"grid.agent\[0\]='my_mix' is not one of .*; the "
+                     r"modules in import = \[.*empty.py'\] do not register 'my_mix'"):
+    config.loads(make(top=f'import = ["{tmp_path / "empty.py"}"]', agent="alpha = 1.0",
+                      grid='agent = ["my_mix"]'))
+
+
+def test_the_config_keys_page_is_complete_and_up_to_date(capsys):
+  page = (CONFIGS.parent / config_keys.PAGE).read_text()
+  assert config_keys.reference() == page, f"regenerate it: rbx keys > {config_keys.PAGE}"
+  assert cli.main(["keys"]) == 0 and capsys.readouterr().out == page
+  run = page.split("## Run keys")[1].split("\n## ")[0]
+  assert all(f"| `{key}` |" in run for key in config.RUN_KEYS)
+  for family in registry.FAMILIES.values():
+    for what, entries in (("Environment", family.envs), ("Agent", family.agents)):
+      for entry in entries.values():
+        if entry.make.__module__.startswith("rbx."):
+          section = page.split(f"### {what} `{entry.name}`\n")[1].split("\n### ")[0]
+          missing = [k for k in entry.params if f"| `{k}` |" not in section]
+          assert not missing, (entry.name, missing)
+  assert "| `p` | real in [0, 1] | `0.8` |" in page              # bootstrapped_nn's: range
+  assert "| `chunk` | integer | `1000` |" in page and "| `steps` | integer | required |" in page
+
+
+def test_a_configs_paths_are_relative_to_its_folder(tmp_path, monkeypatch):
+  X, y = toy_data()
+  folder = tmp_path / "configs"
+  (folder / "data").mkdir(parents=True)
+  with gzip.open(folder / "data" / "toy.csv.gz", "wt") as f:
+    f.write("a,b,c,d,e,f,label\n")
+    f.writelines(",".join(f"{v:.6f}" for v in row) + f",{label}\n" for row, label in zip(X, y))
+  monkeypatch.chdir(tmp_path)                   # elsewhere than the config
+  head = ('family = "neural"\nseeds = 1\nsteps = 5\n[agent]\nname = "neural_ucb"\nwidth = 8\n'
+          '[env]\nname = "classification"\n')
+  cfg = folder / "sweep.toml"
+  for env in ('dataset = "data/toy.csv.gz"',                  # a path, from the config's folder
+              'dataset = "toy"\ndata_dir = "data"'):           # a name, in a relative data_dir
+    cfg.write_text(head + env)
+    c = config.load(cfg)
+    np.testing.assert_array_equal(c.fixed["features"], data.load(folder / "data" / "toy.csv.gz").features)
+    recorded = c.effective["env"]
+    assert recorded["dataset"] in ("toy", str(folder / "data" / "toy.csv.gz"))   # absolute path
+    assert recorded["data_dir"] in (None, str(folder / "data"))
+  cfg.write_text(head + 'dataset = "data/missing.csv"')
+  with pytest.raises(config.ConfigError, match=f"data file '{folder / 'data' / 'missing.csv'}' "
+                     "does not exist"):
+    config.load(cfg)
+  cfg.write_text('import = ["mine.py"]\n' + head + 'dataset = "toy"')
+  with pytest.raises(config.ConfigError, match=f"no such file '{folder / 'mine.py'}'"):
+    config.load(cfg)
+
+
+DOCUMENTED = [(page.name, block) for page in sorted([*(CONFIGS.parent / "docs").glob("*.md"),
+                                                    CONFIGS.parent / "README.md"])
+              for block in re.findall(r"```toml\n(.*?)```", page.read_text(), re.S)]
+
+
+@pytest.mark.parametrize("page,block", DOCUMENTED, ids=[p for p, _ in DOCUMENTED])
+def test_documented_configs_are_valid(page, block):
+  assert "family" in block, f"a TOML block of {page} that is not a whole config"
+  config.loads(block)                          # validated, every grid point built; not run

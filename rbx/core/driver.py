@@ -108,7 +108,7 @@ class NeedsOneDevice(RuntimeError):
 
 def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapshot | None = None,
         on_chunk: Callable[[Snapshot], None] | None = None, stop: Callable[[], bool] | None = None,
-        progress: bool = False) -> Outcome:
+        progress: bool | str | None = False) -> Outcome:
   """Runs (or, from `start`, continues) `sweep`; see the module docstring.
 
   Args:
@@ -118,7 +118,7 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
     start: a snapshot to continue from (from `on_chunk` of an earlier run of the same sweep).
     on_chunk: called after every chunk with the snapshot (e.g. to write a checkpoint).
     stop: polled after every chunk; True ends the run early (`complete=False`).
-    progress: show a tqdm bar on stderr.
+    progress: a tqdm bar on stderr, or plain lines (`rbx.core.progress.Progress`).
   """
   T = _checks.positive_int("steps", sweep.steps)
   chunk = T if options.chunk is None else min(_checks.positive_int("chunk", options.chunk), T)

@@ -7,7 +7,8 @@ program per combination. `Grid.arrange` puts results back in the fields' order.
 A grid may also be a list of such grids, each swept on its own (per-agent grids: Algorithm 1
 alone beside ε-greedy at each ε). `expand` turns it into the one static field "run" whose
 values label every point of every sub-grid ("agent=eps_greedy, epsilon=0.05"), so the
-results have the axes ("run", "seed", "step") and no cell that was not run.
+results have the axes ("run", "seed", "step") and no cell that was not run; `run_table`
+gives each run's fields (the results' per-run coordinates).
 """
 from __future__ import annotations
 
@@ -119,6 +120,12 @@ def runs(grids: Sequence[Mapping[str, Sequence[Any]]]) -> dict[str, dict[str, An
         raise ValueError(f"grid[{i}] repeats the run {label!r} of an earlier sub-grid")
       out[label] = point
   return out
+
+
+def run_table(grid) -> dict[str, dict[str, Any]] | None:
+  """Label -> fields of each run of a list of sub-grids (`runs`); None for a table (no "run"
+  axis)."""
+  return None if isinstance(grid, Mapping) else runs(grid)
 
 
 def select(array: np.ndarray, axes: Sequence[str], coords: Mapping[str, np.ndarray],

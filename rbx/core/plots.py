@@ -17,14 +17,18 @@
 * `plot_all`: every plot that a result supports, into a directory (`rbx plot`, `rbx report`).
 
 Titles carry the config's title, its fixed environment and agent parameters ("κ = 500,
-β = 0.1, r_max = 7, α = 3"), the number of seeds and, for an interrupted run, how far it got
-("partial: step t of T"); legends read "Algorithm 1, β = 0.5". `band` and `label` draw and
+β = 0.1, r_max = 7, α = 3"; an agent parameter that only some agents take names them: "α = 3
+(Algorithm 1)" beside greedy), the number of seeds and, for an interrupted run, how far it got
+("partial: step t of T"), on lines no wider than the axes; legends read "Algorithm 1, β =
+0.5" (per-agent grids: "Algorithm 1", "VPO, α = 5"). Bands are light and edged by thin lines
+in their line's style, so overlapping bands stay apart. `band` and `label` draw and
 name the same way on any matplotlib axes (the notebooks use them).
 """
 from __future__ import annotations
 
 import itertools
 import os
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,12 +37,14 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from rbx import _checks
+from rbx.core import registry
 from rbx.core import results as results_lib
 from rbx.core.grid import is_number
 
+REACHED = "reached_step"    # an interrupted run's metadata: the step its run got to (`rbx.report`)
 MAX_LINES = 24
 MAX_PANELS = 6
-TITLE_WIDTH = 80                # characters on a title line before the next part starts a line
+TITLE_WIDTH = 60                # characters on a title line (what a 7-inch figure's axes span)
 MAX_TICKS = 12                  # heatmap tick labels per axis, thinned beyond
 MIN_SEEDS_FOR_CI = 3
 MAX_MARKERS = 60
@@ -50,7 +56,7 @@ NAMES = {   # agent names as the papers write them
     "neural_ts": "NeuralTS", "deep_fpl": "DeepFPL", "bootstrapped_nn": "BootstrappedNN",
     "lin_rbmle": "LinRBMLE", "lin_ucb": "LinUCB"}
 SYMBOLS = {"alpha": "α", "beta": "β", "kappa": "κ", "nu": "ν", "mu": "μ", "eta": "η",
-           "lam": "λ", "eps": "ε", "rho": "ρ"}
+           "lam": "λ", "eps": "ε", "epsilon": "ε", "rho": "ρ"}
 
 
 def plot_all(res: results_lib.Results, directory: str | os.PathLike,
@@ -103,7 +109,7 @@ def cumulative(res: results_lib.Results, path: str | os.PathLike | None = None,
   else:
     fractions = res.stuck_fraction(stuck).reshape(-1, t.size)
     ax, low = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1.3))
-  opacity = 0.2 if len({look["color"] for look in looks}) == len(looks) <= 4 else 0.1
+  opacity = 0.15 if len({look["color"] for look in looks}) == len(looks) <= 4 else 0.08
   for (i, point), look in zip(drawn, looks):
     _draw_band(ax, t, values[i], None if handles else label(point) or None, opacity, band,
                quantiles, **look)
@@ -131,7 +137,8 @@ def band(ax, t: np.ndarray, values: np.ndarray, label: str | None = None, alpha:
   """Draws `values` (seed, step) against `t` on `ax` and returns the line: with `kind` "ci"
   the mean over seeds and its 95% CI band (Student t, clipped at 0: `results.ci`; none with
   fewer than `MIN_SEEDS_FOR_CI` seeds), "quantile" the median and the band between the
-  `quantiles` over seeds, "none" the mean alone; the band's opacity is `alpha`."""
+  `quantiles` over seeds, "none" the mean alone; the band's opacity is `alpha`, its edges
+  thin lines in the line's colour and style, so overlapping bands stay apart."""
   _checks.choice("kind", kind, BANDS)
   if kind == "quantile":
     centre, low, high = np.quantile(values, (0.5, *quantiles), axis=0)
@@ -140,10 +147,9 @@ def band(ax, t: np.ndarray, values: np.ndarray, label: str | None = None, alpha:
   line, = ax.plot(t, centre, label=label, **style)
   if kind == "quantile" or (kind == "ci" and values.shape[0] >= MIN_SEEDS_FOR_CI):
     ax.fill_between(t, low, high, color=line.get_color(), alpha=alpha, linewidth=0)
-    if line.get_linestyle() != "-":               # a dashed line's band: edged in its style
-      for edge in (low, high):
-        ax.plot(t, edge, color=line.get_color(), linestyle=line.get_linestyle(),
-                linewidth=0.6, alpha=0.6)
+    for edge in (low, high):
+      ax.plot(t, edge, color=line.get_color(), linestyle=line.get_linestyle(),
+              linewidth=0.6, alpha=0.7)
   return line
 
 
@@ -188,6 +194,7 @@ def scaling(res: results_lib.Results, path: str | os.PathLike | None = None,
   ax.set(xscale="log", yscale="log", xlabel="t", ylabel="mean cumulative regret R(t)",
          title=title(res, f"mean over {values.shape[-2]} seeds, slope fitted over t ≥ √T"))
   ax.legend(fontsize="small")
+  fig.tight_layout()
   if path is not None:
     save(fig, path)
   return fig
@@ -231,9 +238,9 @@ def heatmap(res: results_lib.Results, path: str | os.PathLike | None = None) -> 
 
 
 def title(res: results_lib.Results, what: str) -> str:
-  """The run's title (config or metadata) on its own line, then the run's fixed parameters
+  """The run's title (config or metadata) on its own line(s), then the run's fixed parameters
   (`setting`), `what` and `partial_label`, joined by " · " on lines of at most
-  `TITLE_WIDTH` characters."""
+  `TITLE_WIDTH` characters (a longer part alone on its line)."""
   name = (res.config or {}).get("title") or (res.metadata or {}).get("title")
   lines = []
   for part in filter(None, [setting(res), what, partial_label(res)]):
@@ -241,31 +248,58 @@ def title(res: results_lib.Results, what: str) -> str:
       lines[-1] += " · " + part
     else:
       lines.append(part)
-  return "\n".join(([name] if name else []) + lines)
+  if name:                # on as few lines as TITLE_WIDTH allows, of about even length
+    n = -(-len(name) // TITLE_WIDTH)
+    width = next((w for w in range(-(-len(name) // n), TITLE_WIDTH)
+                  if len(textwrap.wrap(name, w)) <= n), TITLE_WIDTH)
+    name = textwrap.wrap(name, width)
+  return "\n".join((name or []) + lines)
 
 
 def setting(res: results_lib.Results) -> str:
   """The numeric parameters of the config's environment and its agents' α, β, κ, ν, … that
   the grid does not vary (it is in the legend), "κ = 500, β = 0.1, r_max = 7; α = 3", and a
-  schedule's name ("α_t: proposition3"); "" for results without a config."""
+  schedule's name ("α_t: proposition3"); an agent parameter that only some of the run's
+  agents take names them, "α = 3 (Algorithm 1, VPO)"; "" for results without a config."""
   config = res.config or {}
-  fixed = lambda table, keep: [f"{_name(k)} = {_value(k, v)}" for k, v in table.items()
-                               if keep(k) and k not in res.grid_axes and is_number(v)]
-  env = fixed(config.get("env", {}), lambda k: True)
-  agent = fixed(config.get("agent", {}), lambda k: k in SYMBOLS)
+  takers = _takers(res)
+  fixed = lambda table, keep, note: [f"{_name(k)} = {_value(k, v)}" + note(k)
+                                     for k, v in table.items()
+                                     if keep(k) and k not in res.fields and is_number(v)]
+  env = fixed(config.get("env", {}), lambda k: True, lambda k: "")
+  agent = fixed(config.get("agent", {}), lambda k: k in SYMBOLS, takers)
   schedule = config.get("agent", {}).get("schedule")
-  if schedule and schedule != "constant" and "schedule" not in res.grid_axes:
-    agent.append(f"α_t: {schedule}")
+  if schedule and schedule != "constant" and "schedule" not in res.fields:
+    agent.append(f"α_t: {schedule}" + takers("schedule"))
   return "; ".join(", ".join(part) for part in (env, agent) if part)
+
+
+def _takers(res: results_lib.Results) -> Callable[[str], str]:
+  """`key -> " (Algorithm 1, VPO)"`: the run's agents that declare `key` (the family's
+  registry) when some of them do not; "" when all do, or the agents are not known."""
+  config = res.config or {}
+  family = registry.FAMILIES.get(config.get("family"))
+  named = config.get("agent", {}).get("name")
+  agents = list(dict.fromkeys(p.get("agent", named) for p in results_lib.points(res)))
+  if family is None or not all(a in family.agents for a in agents):
+    return lambda key: ""
+  def takers(key: str) -> str:
+    have = [a for a in agents if key in family.agents[a].params]
+    return "" if len(have) == len(agents) or not have else (
+        " (" + ", ".join(_value("agent", a) for a in have) + ")")
+  return takers
 
 
 def partial_label(res: results_lib.Results) -> str | None:
   """The label of an interrupted run's results (`rbx.report.partial`), "partial: step t
-  of T" and how many grid points have run if not all; None for a complete run."""
+  of T" — t where the run got to (metadata `REACHED`, as its progress bar said; with record
+  "log" the last recorded step may be earlier), else the last recorded step — and how many
+  grid points have run if not all; None for a complete run."""
   if res.complete:
     return None
   steps = (res.config or {}).get("steps")
-  text = f"partial: step {int(res.coords['step'][-1])}" + (f" of {steps}" if steps else "")
+  reached = (res.metadata or {}).get(REACHED, int(res.coords["step"][-1]))
+  text = f"partial: step {reached}" + (f" of {steps}" if steps else "")
   final = res.final().reshape(-1, res.cumulative.shape[-2])
   run = int(np.isfinite(final).all(axis=-1).sum())
   return text if run == len(final) else f"{text}, {run} of {len(final)} grid points"
@@ -302,10 +336,11 @@ def _spread(seeds: int, band: str = "ci",
 def _looks(points: list[dict]) -> tuple[list[dict], list[Line2D] | None]:
   """The colour and line style of each grid point drawn, and the legend's handles: a colour
   per agent (else per value of the first grid axis) and a line style per value of the other
-  fields, with a legend of each, when those take 2 to 4 values; else a colour (and past 10
-  lines a style) per point, and None (each line names itself)."""
+  fields, with a legend of each, when those take 2 to 4 values and every point has the same
+  fields; else a colour (and past 10 lines a style) per point, and None (each line names
+  itself: per-agent grids' "Algorithm 1", "boltzmann, temperature = 5")."""
   keys = list(points[0]) if points else []
-  if len(keys) >= 2:
+  if len(keys) >= 2 and all(list(p) == keys for p in points):
     hue = "agent" if "agent" in keys else keys[0]
     hues = list(dict.fromkeys(p[hue] for p in points))
     rest = [{k: v for k, v in p.items() if k != hue} for p in points]
@@ -324,8 +359,9 @@ def _looks(points: list[dict]) -> tuple[list[dict], list[Line2D] | None]:
 
 
 def _drawn(res: results_lib.Results, values: np.ndarray) -> list[tuple[int, dict]]:
-  """(index, point) of the grid points to draw: those with results, at most `MAX_LINES`."""
-  return [(i, p) for i, p in enumerate(results_lib.points(res))
+  """(index, point) of the grid points to draw: those with results, at most `MAX_LINES`; a
+  run's point without the fields it lacks (per-agent grids)."""
+  return [(i, results_lib.present(p)) for i, p in enumerate(results_lib.points(res))
           if np.isfinite(values[i]).any()][:MAX_LINES]
 
 

@@ -11,7 +11,9 @@ ipywidgets is importable and the text bar otherwise (chosen here, so tqdm.auto's
 
 Where stderr is not a terminal (a log file, a batch job's output) a shown bar writes plain
 lines — tqdm's text at most every `PLAIN_INTERVAL` seconds and at the end — instead of
-redrawing itself with carriage returns.
+redrawing itself with carriage returns. `progress=PLAIN` writes those lines (and the compile
+lines) even on a terminal: no bar, but a long run still says how far it is (`rbx run
+--no-progress`).
 """
 from __future__ import annotations
 
@@ -22,11 +24,12 @@ import time
 AUTO_DELAY = 3.0        # seconds before the bar of progress=None appears
 AUTO_CHUNKS = 20        # about how often a shown bar of an unchunked sweep moves
 PLAIN_INTERVAL = 10.0   # seconds between the plain lines written where stderr is not a terminal
+PLAIN = "plain"         # progress=PLAIN: plain lines, never a bar
 
 
-def shown(progress: bool | None) -> bool:
-  """Whether a bar is drawn: `progress`, or for None whether someone watches (stderr is a
-  terminal, or this is a Jupyter kernel)."""
+def shown(progress: bool | str | None) -> bool:
+  """Whether progress is shown: `progress` (True, False or `PLAIN`), or for None whether
+  someone watches (stderr is a terminal, or this is a Jupyter kernel)."""
   if progress is None:
     return in_notebook() or bool(getattr(sys.stderr, "isatty", lambda: False)())
   return bool(progress)
@@ -55,15 +58,16 @@ def chunk_for(steps: int) -> int:
 
 
 class Progress:
-  """A bar over the sweep's seed-steps; `enabled` is True, False (every method a no-op) or
-  None (`shown(None)`, the bar after `AUTO_DELAY` seconds, no compile lines)."""
+  """A bar over the sweep's seed-steps; `enabled` is True, False (every method a no-op),
+  `PLAIN` (plain lines, no bar) or None (`shown(None)`, the bar after `AUTO_DELAY` seconds,
+  no compile lines)."""
 
-  def __init__(self, total: int, done: int = 0, enabled: bool | None = True, file=None):
+  def __init__(self, total: int, done: int = 0, enabled: bool | str | None = True, file=None):
     self.enabled = shown(enabled)
     self.notes = enabled is not None
     self.file = file or sys.stderr
-    self.plain = (self.enabled and not in_notebook()
-                  and not getattr(self.file, "isatty", lambda: False)())
+    self.plain = enabled == PLAIN or (self.enabled and not in_notebook()
+                                      and not getattr(self.file, "isatty", lambda: False)())
     self.last_line, self.printed = time.monotonic(), done
     self.bar = bar_class()(total=total, initial=done, unit="seed-step", unit_scale=True,
                            smoothing=0.1, disable=not self.enabled,

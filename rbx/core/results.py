@@ -10,7 +10,8 @@ A run directory holds
   metadata.json   versions, devices, times, compile time, seed-steps/s, status
   results.npz     the records: `regret` (per step, float32) or `cumulative` (R(t), float64),
                   shape (*grid, seed, step), and every axis's coordinates as `coord.<axis>`
-  results.json    the axes, their coordinates and each array's axes, shape and dtype
+  results.json    the axes, their coordinates and each array's axes, shape and dtype; for
+                  per-agent grids also "runs", each run's label -> its fields
 
 npz and JSON are readable without rbx (`numpy.load`, any JSON reader). `Results.to_dataframe`
 and `Results.to_xarray` import pandas / xarray only when called (`pip install 'rbx[analysis]'`).
@@ -29,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from rbx.core import rundir
-from rbx.core.grid import Grid, plain, select
+from rbx import _checks
+from rbx.core.grid import RUN, Grid, is_number, plain, run_table, select
 from rbx.core.record import Recorder
 
 ARRAYS = "results.npz"
@@ -89,6 +91,8 @@ class Results:
     complete: False for a sweep stopped early (the rows not run are NaN).
     config: the config as run (a dict), when loaded from a run directory.
     metadata: the run's metadata, when loaded from a run directory.
+    runs: for per-agent grids (axis "run"), each run's label -> its fields, e.g.
+      {"agent": "boltzmann", "temperature": 5.0}; None for a rectangular grid.
   """
   axes: tuple[str, ...]
   coords: dict[str, np.ndarray]
@@ -98,6 +102,7 @@ class Results:
   complete: bool = True
   config: dict | None = None
   metadata: dict | None = None
+  runs: dict[str, dict[str, Any]] | None = None
 
   def __post_init__(self):
     if (self.regret is None) == (self.recorded is None):
@@ -115,6 +120,25 @@ class Results:
     """The grid fields' axes: every axis but "seed" and "step"."""
     return self.axes[:-2]
 
+  @property
+  def fields(self) -> tuple[str, ...]:
+    """The names that label a grid point (`points`, tables, legends): the grid axes, with the
+    "run" axis of per-agent grids replaced by its runs' fields ("agent", "temperature")."""
+    columns = self.run_columns()
+    return tuple(f for a in self.grid_axes for f in (columns if a == RUN and columns else (a,)))
+
+  def run_columns(self) -> dict[str, list]:
+    """Field -> its value per run along the "run" axis (per-agent grids); a run without the
+    field has NaN if the field's values are numbers, else None. {} without such an axis."""
+    if self.runs is None or RUN not in self.axes:
+      return {}
+    points = [self.runs[plain(label)] for label in self.coords[RUN]]
+    columns = {}
+    for f in dict.fromkeys(k for p in points for k in p):
+      missing = np.nan if all(is_number(p[f]) for p in points if f in p) else None
+      columns[f] = [p.get(f, missing) for p in points]
+    return columns
+
   def final(self, table: bool = False) -> np.ndarray | Table:
     """R(T) per grid point and seed: a float64 array (*grid, seed), or with `table` a `Table`
     with one row per grid point and seed, {*grid labels, "seed", "final"}."""
@@ -127,15 +151,23 @@ class Results:
     seeds = [plain(s) for s in self.coords["seed"]]
     return Table([{**point, "seed": seed, "final": float(v)}
                   for point, row in zip(points(self), final.reshape(-1, len(seeds)))
-                  for seed, v in zip(seeds, row)], labels=self.grid_axes + ("seed",))
+                  for seed, v in zip(seeds, row)], labels=self.fields + ("seed",))
 
   def sel(self, **where) -> "Results":
     """The sub-result at the given coordinates: one value drops its axis, a list keeps the
-    axis with those values, e.g. `res.sel(agent="vpo", beta=[0.1, 1.0], seed=3)`."""
-    array = self.regret if self.regret is not None else self.recorded
-    array, axes, coords = select(array, self.axes, self.coords, where)
+    axis with those values, e.g. `res.sel(agent="vpo", beta=[0.1, 1.0], seed=3)`. A field of
+    per-agent grids' runs selects the runs that have it: `res.sel(agent="boltzmann")` keeps
+    every Boltzmann run (the "run" axis stays with several, is dropped with one)."""
     field = "regret" if self.regret is not None else "recorded"
-    return dataclasses.replace(self, axes=axes, coords=coords, **{field: array})
+    res = self
+    for name, value in where.items():
+      columns = res.run_columns()
+      _checks.choice("axis", name, [*res.axes, *columns])
+      if name not in res.axes:
+        name, value = RUN, _runs_with(res.coords[RUN], name, value, columns[name])
+      array, axes, coords = select(getattr(res, field), res.axes, res.coords, {name: value})
+      res = dataclasses.replace(res, axes=axes, coords=coords, **{field: array})
+    return res
 
   def summary(self) -> Table:
     """R(T) per grid point, one `Table` row each: its grid labels, "n" seeds (0 for a point
@@ -151,7 +183,7 @@ class Results:
     return Table([{**point, "n": int(n[i]), "mean": float(mean[i]), "std": float(std[i]),
                    "ci_low": float(low[i]), "ci_high": float(high[i]),
                    "median": float(median[i]), "q10": float(q10[i]), "q90": float(q90[i])}
-                  for i, point in enumerate(points(self))], labels=self.grid_axes)
+                  for i, point in enumerate(points(self))], labels=self.fields)
 
   def stuck_fraction(self, threshold: float) -> np.ndarray:
     """The fraction of seeds whose regret at step t is still r_t ≥ `threshold`, shape
@@ -168,21 +200,28 @@ class Results:
 
   def to_dataframe(self):
     """A tidy pandas DataFrame: one row per (grid point, seed, recorded step), columns the
-    axes, "regret" (when every step was recorded) and "cumulative". Needs pandas."""
+    axes, after "run" its runs' fields (`run_columns`: NaN or None where a run has no such
+    field), "regret" (when every step was recorded) and "cumulative". Needs pandas."""
     pd = _optional("pandas", "to_dataframe")
     cum = self.cumulative
     index = pd.MultiIndex.from_product([self.coords[a] for a in self.axes], names=self.axes)
     columns = {"cumulative": cum.reshape(-1)}
     if self.regret is not None:
       columns = {"regret": self.regret.reshape(-1), **columns}
-    return pd.DataFrame(columns, index=index).reset_index()
+    df = pd.DataFrame(columns, index=index).reset_index()
+    for j, (f, values) in enumerate(self.run_columns().items()):
+      df.insert(self.axes.index(RUN) + 1 + j, f,
+                df[RUN].map(dict(zip(self.coords[RUN].tolist(), values))))
+    return df
 
   def to_xarray(self):
-    """An xarray Dataset with the named axes as dimensions and coordinates, variables
+    """An xarray Dataset with the named axes as dimensions and coordinates (the runs' fields as
+    coordinates along "run": `run_columns`), variables
     "cumulative" (and "regret" when every step was recorded), the timing as attributes.
     Needs xarray."""
     xr = _optional("xarray", "to_xarray")
     coords = {a: np.asarray(self.coords[a]) for a in self.axes}
+    coords.update({f: (RUN, np.asarray(v)) for f, v in self.run_columns().items()})
     data = {"cumulative": (self.axes, self.cumulative)}
     if self.regret is not None:
       data["regret"] = (self.axes, self.regret)
@@ -215,10 +254,11 @@ class Results:
             else f"R(t) at {len(self.coords['step'])} recorded step(s)")
     lines = [f"Results ({sizes}; {kept}{'' if self.complete else '; partial'})"]
     width = max(len(a) for a in self.axes)
-    lines += [f"  {a:<{width}}  {_values(self.coords[a])}" for a in self.axes]
+    lines += [f"  {a:<{width}}  {_values(self.coords[a], sep='; ' if a == RUN else ', ')}"
+              for a in self.axes]
     rows = self.summary()
-    keys = list(self.grid_axes) + ["n", "mean", "std"]
-    table = Table([{k: r[k] for k in keys} for r in rows[:REPR_ROWS]], labels=self.grid_axes)
+    keys = list(self.fields) + ["n", "mean", "std"]
+    table = Table([{k: r[k] for k in keys} for r in rows[:REPR_ROWS]], labels=self.fields)
     lines += ["R(T) over seeds:"] + ["  " + line for line in repr(table).splitlines()]
     if len(rows) > REPR_ROWS:
       lines.append(f"  … {len(rows) - REPR_ROWS} more grid points: res.summary()")
@@ -265,31 +305,48 @@ def column(values: list, label: bool = False, like: list | None = None) -> list[
   finite = [abs(v) for v in (values if like is None else like)
             if isinstance(v, float) and np.isfinite(v)]
   if label or not finite:
-    return [_text(v) for v in values]
+    return [cell(v) for v in values]
   top = max(finite)
   decimals = min(6, max(0, 3 - int(np.floor(np.log10(top))))) if top > 0 else 1
-  return [f"{v:.{decimals}f}" if isinstance(v, float) and np.isfinite(v) else _text(v)
+  return [f"{v:.{decimals}f}" if isinstance(v, float) and np.isfinite(v) else cell(v)
           for v in values]
 
 
-def _text(v) -> str:
+def cell(v) -> str:
+  """A label as a table cell: a float as `g`, NaN and None (a run without that field) as ""."""
+  if v is None:
+    return ""
   if isinstance(v, float):
     return f"{v:g}" if np.isfinite(v) else ""
   return str(v)
 
 
-def _values(coords: np.ndarray, most: int = 6) -> str:
-  """An axis's coordinates, shortened past `most`: "0, 1, 2, …, 62, 63"."""
-  text = [_text(plain(v)) for v in coords]
+def _values(coords: np.ndarray, most: int = 6, sep: str = ", ") -> str:
+  """An axis's coordinates, shortened past `most`: "0, 1, 2, …, 62, 63"; `sep` between them
+  ("; " for runs, whose labels hold commas)."""
+  text = [cell(plain(v)) for v in coords]
   if len(text) > most:
     text = text[:3] + ["…"] + text[-2:]
-  return ", ".join(text)
+  return sep.join(text)
+
+
+def _runs_with(labels: np.ndarray, name: str, value, column: list):
+  """The run label(s) whose field `name` is `value` (or one of a list): a list when `value` is
+  one or several runs match, else the one label (`Results.sel`)."""
+  many = isinstance(value, (list, tuple, range)) or np.ndim(value) > 0
+  wanted = [plain(v) for v in value] if many else [plain(value)]
+  found = [str(label) for label, v in zip(labels, column) if v in wanted]
+  if not found:
+    values = list(dict.fromkeys(v for v in column if v is not None and v == v))
+    raise ValueError(f"{name}={value!r} matches no run; the runs' values of {name} are {values}"
+                     + (_checks.did_you_mean(value, values) if isinstance(value, str) else ""))
+  return found if many or len(found) > 1 else found[0]
 
 
 def from_records(grid: Grid, seeds: np.ndarray, recorder: Recorder, data: np.ndarray,
                  **extra) -> Results:
   """Results from a recorder's layout and (gathered) `data` (num_combos, G, S, R); `extra`
-  sets timing, complete, config, metadata."""
+  sets timing, complete, config, metadata, runs."""
   arranged = grid.arrange(data)
   axes = grid.fields + ("seed", "step")
   coords = {**grid.coords(), "seed": np.asarray(seeds), "step": recorder.steps}
@@ -311,6 +368,8 @@ def save(directory: str | os.PathLike, results: Results) -> None:
       "complete": results.complete,
       "timing": results.timing,
   }
+  if results.run_columns():
+    index["runs"] = {plain(label): results.runs[plain(label)] for label in results.coords[RUN]}
   np.savez(directory / ARRAYS, **arrays,
            **{f"coord.{a}": np.asarray(results.coords[a]) for a in results.axes})
   write_json(directory / INDEX, index)
@@ -335,8 +394,14 @@ def load(directory: str | os.PathLike) -> Results:
               f["regret"] if "regret" in f.files else f["cumulative"]}
   config = tomllib.loads((directory / CONFIG).read_text()) if (directory / CONFIG).is_file() else None
   metadata = read_json(directory / METADATA) if (directory / METADATA).is_file() else None
+  runs = index.get("runs")
+  if runs is None and RUN in axes and config is not None:     # saved before "runs" was
+    runs = run_table(config.get("grid", {}))
+    if runs is not None and not set(coords[RUN].tolist()) <= set(runs):
+      runs = None
   return Results(axes, coords, **arrays, timing=index.get("timing"),
-                 complete=index.get("complete", True), config=config, metadata=metadata)
+                 complete=index.get("complete", True), config=config, metadata=metadata,
+                 runs=runs)
 
 
 def scaling_slope(t: np.ndarray, mean_regret: np.ndarray, t_min: float | None = None) -> float:
@@ -392,10 +457,20 @@ def read_json(path: Path) -> dict:
 
 
 def points(results: Results) -> list[dict[str, Any]]:
-  """Every grid point of `results` as {axis: value}, in C order of the grid axes."""
+  """Every grid point of `results` as {field: value} (`Results.fields`: a run's fields in
+  place of its label, NaN or None for those it lacks), in C order of the grid axes."""
   axes = results.grid_axes
-  return [{a: plain(results.coords[a][i]) for a, i in zip(axes, index)}
+  columns = results.run_columns()
+  at = lambda a, i: ({f: plain(v[i]) for f, v in columns.items()} if a == RUN and columns
+                     else {a: plain(results.coords[a][i])})
+  return [{k: v for a, i in zip(axes, index) for k, v in at(a, i).items()}
           for index in itertools.product(*(range(len(results.coords[a])) for a in axes))]
+
+
+def present(point: dict[str, Any]) -> dict[str, Any]:
+  """`point` without the fields its run lacks (None or NaN: `Results.run_columns`)."""
+  return {k: v for k, v in point.items()
+          if v is not None and not (isinstance(v, float) and np.isnan(v))}
 
 
 def _optional(module: str, method: str):

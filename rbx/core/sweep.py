@@ -41,7 +41,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
           devices: int | None = None, seed_batch: int | batching.Choice | None = None,
           chunk: int | None = None,
           record: str = "steps", log_points: int = 50, seed_block: int | None = None,
-          progress: bool | None = None, start: driver.Snapshot | None = None,
+          progress: bool | str | None = None, start: driver.Snapshot | None = None,
           on_chunk: Callable[[driver.Snapshot], None] | None = None,
           stop: Callable[[], bool] | None = None,
           compiles: list | None = None) -> Results:
@@ -67,7 +67,8 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     record: "steps" (every r_t), "log" or "summary" (see `rbx.core.record`).
     log_points: the number of log-spaced steps kept by record = "log".
     seed_block: seeds whose state is held at once (default all).
-    progress: a tqdm bar (`rbx.core.progress`): True, False, or None (default): shown where
+    progress: a tqdm bar (`rbx.core.progress`): True, False, "plain" (a line at most every
+      10 s, no bar), or None (default): shown where
       someone watches — stderr is a terminal, or a Jupyter kernel — once the sweep has run a
       few seconds.
     start, on_chunk, stop: continue from a driver snapshot, receive one after every chunk,
@@ -82,7 +83,8 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   """
   steps = _checks.positive_int("steps", steps)
   num_seeds = _checks.num_seeds(seeds)
-  build, grid, static = grid_lib.expand(build, grid, static)
+  build, expanded, static = grid_lib.expand(build, grid, static)
+  runs, grid = grid_lib.run_table(grid), expanded
   plan, family, envs = _plan(build, grid, steps, static)
   mesh = devices_lib.seed_mesh(devices, math.ceil(num_seeds / jax.process_count()))
   state = _state_bytes(plan)
@@ -117,7 +119,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     compiles.extend(out.compiles)
   local = seeds if out.complete else plan.seeds
   return from_records(plan.grid, local, out.recorder, data, timing=timing,
-                      complete=out.complete)
+                      complete=out.complete, runs=runs)
 
 
 def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | None, list]:

@@ -77,17 +77,26 @@ _MISSING_SPELLINGS = sorted({"".join(s) for m in MISSING
                              for s in itertools.product(*({c, c.upper()} for c in m))})
 
 
+def is_path(name_or_path: str | os.PathLike) -> bool:
+  """Whether a data set is given by path (a .csv or .gz file, or any path with a folder)
+  rather than by a name in the data directory."""
+  given = Path(name_or_path).expanduser()
+  return given.suffix in (".csv", ".gz") or len(given.parts) > 1
+
+
 def find(name_or_path: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
-  """The file of a data set given by name (looked up in the data directory) or by path.
+  """The file of a data set given by name (looked up in the data directory) or by path
+  (`is_path`).
 
   Raises:
-    FileNotFoundError: naming the places looked in and how to fill the data directory.
+    FileNotFoundError: naming the places looked in (a missing file by its absolute path) and
+      how to fill the data directory.
   """
   given = Path(name_or_path).expanduser()
-  if given.suffix in (".csv", ".gz") or len(given.parts) > 1:
+  if is_path(given):
     if given.is_file():
       return given
-    raise FileNotFoundError(f"data file {str(given)!r} does not exist")
+    raise FileNotFoundError(f"data file {str(given.absolute())!r} does not exist")
   root = data_home(data_dir)
   tried = [root / f"{given.name}{s}" for s in SUFFIXES]
   for path in tried:

@@ -138,13 +138,15 @@ def test_rbx_run_imports_ones_own_module_with_per_agent_grids(module, tmp_path, 
     config.load(cfg, overrides={"grid": [{"agent": ["own_mix"]}, {"agent": ["own_mix"]}]})
   assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 0
   printed = capsys.readouterr().out
-  assert "| agent=own_mix, mix=0.5 | 2 |" in printed             # the summary table
+  assert "| own_mix | 0.5 | 2 |" in printed                     # the summary table, by field
   res = results_lib.load(out)
   labels = ["agent=own_mix", "agent=own_mix, mix=0.5", "agent=own_mix, mix=1.0"]
   assert res.axes == ("run", "seed", "step") and res.coords["run"].tolist() == labels
   env = rlhf.example2(kappa=20.0)
   for label, mix in zip(labels, (0.0, 0.5, 1.0)):
     np.testing.assert_allclose(res.sel(run=label).regret, closed_form(env, mix), rtol=1e-5)
+  assert res.runs[labels[1]] == {"agent": "own_mix", "mix": 0.5}          # saved per run
+  np.testing.assert_array_equal(res.sel(agent="own_mix", mix=1.0).regret, res.regret[2])
   recorded = (out / results_lib.CONFIG).read_text()
   assert str(module) in recorded                                 # absolute, for --resume/report
   assert results_lib.read_json(out / results_lib.METADATA)["imports"] == {str(module): str(module)}

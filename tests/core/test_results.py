@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from rbx import cli, report
 from rbx.core import checkpoint, plots
+from rbx.core import grid as grid_lib
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid
 from rbx.core.record import Recorder
@@ -101,7 +102,7 @@ def test_fitted_slope_recovers_the_exponent_and_plots_and_report_are_written(tmp
   text = report.markdown(res, {k: v[0].relative_to(tmp_path) for k, v in figures.items()},
                          reference)
   assert "![cumulative regret](plots/cumulative.png)" in text and "(β+1)/(β+2)" in text
-  assert "| vpo | 1.0 | 5 |" in text and "0.667" in text
+  assert "| vpo | 1 | 5 |" in text and "0.667" in text
 
 
 def test_checkpoints_detect_truncation_and_corruption(tmp_path):
@@ -175,14 +176,17 @@ def test_plots_read_like_a_paper_figure():
       "Algorithm 1, α = 3, r_max = 4")
   assert plots.label({"agent": "neural_ucb", "nu": 0.1}) == "NeuralUCB, ν = 0.1"
   ax = plots.cumulative(res, log=True).axes[0]
-  assert ax.get_title() == ("Fake sweep\nκ = 1, α_t: proposition3 · cumulative regret, mean "
-                            "and 95% CI over 5 seeds")
+  assert ax.get_title() == ("Fake sweep\nκ = 1, α_t: proposition3\ncumulative regret, mean "
+                            "and 95% CI over 5 seeds")         # lines as wide as the axes
   # a colour per agent, a line style per β, and a legend of each
   assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Algorithm 1", "VPO", "β = 0.5",
                                                                  "β = 1"]
   assert [(l.get_color(), l.get_linestyle()) for l in ax.lines if l.get_linewidth() > 1] == [
       ("C0", "-"), ("C0", "--"), ("C1", "-"), ("C1", "--")]
   assert ax.get_yscale() == "log" and len(ax.collections) == 4       # a CI band per line
+  edges = [l for l in ax.lines if l.get_linewidth() < 1]             # each edged in its style
+  assert [(l.get_color(), l.get_linestyle()) for l in edges[:4]] == [("C0", "-")] * 2 + [
+      ("C0", "--")] * 2
   one_beta = dataclasses.replace(res.sel(beta=0.5), config={       # one exponent: said once
       **PROPOSITION3, "env": {"name": "random_instance", "beta": 0.5}})
   ax = plots.scaling(one_beta, reference=report.reference_exponent(one_beta)).axes[0]
@@ -203,6 +207,16 @@ def test_plots_read_like_a_paper_figure():
   example2 = {"title": "Fake sweep", "env": {"name": "example2", "kappa": 5.0, "beta": 0.1,
                                              "r_max": 7.0}, "agent": {"alpha": 3.0}}
   assert plots.heatmap(dataclasses.replace(res, config=example2))._suptitle.get_text() == title
+  greedy = dataclasses.replace(res, coords={**res.coords, "agent": np.array(["algorithm1",
+                                                                            "greedy"])})
+  mixed = {**example2, "family": "rlhf", "title": "A title much longer than the axes of a "
+           "figure seven inches wide"}                        # greedy takes no α: α named
+  assert plots.setting(dataclasses.replace(greedy, config=mixed)) == (
+      "κ = 5, r_max = 7; α = 3 (Algorithm 1)")
+  assert plots.setting(dataclasses.replace(res, config={**mixed, "family": "rlhf"})).endswith(
+      "α = 3")                                                # every agent takes it
+  text = plots.scaling(dataclasses.replace(greedy, config=mixed)).axes[0].get_title()
+  assert max(map(len, text.splitlines())) <= plots.TITLE_WIDTH and len(text.splitlines()) == 4
 
 
 def test_ci_bands_are_clipped_at_zero_and_omitted_below_three_seeds():
@@ -243,13 +257,16 @@ def test_an_interrupted_run_is_reported_as_far_as_it_got(tmp_path):
   assert text.startswith(f"# Fake sweep (partial: step {cut.coords['step'][-1]} of 400)")
   assert "**Partial results**" in text and "--resume" in text
   assert "partial: step" in plots.cumulative(cut).axes[0].get_title()
+  got_to = dataclasses.replace(cut, metadata={plots.REACHED: 100})   # as the bar said (record
+  assert plots.partial_label(got_to) == "partial: step 100 of 400"   # "log": t=100 unrecorded)
   not_started = interrupted(fake_results())
   not_started.recorded[1] = np.nan                                   # the second agent: nothing
   cut = report.partial(not_started)
   assert cut.coords["step"][-1] == 400 and cut.coords["seed"].size == 5
   assert plots.partial_label(cut) == "partial: step 400 of 400, 2 of 4 grid points"
   assert "| vpo | 0.5 | 0 | not run yet |" in report.markdown(cut, {})
-  assert len(plots.cumulative(cut).axes[0].lines) == 2       # only the runs that ran
+  drawn = [l for l in plots.cumulative(cut).axes[0].lines if l.get_linewidth() > 1]
+  assert len(drawn) == 2                                     # only the runs that ran
   not_started.recorded[:] = np.nan
   with pytest.raises(ValueError, match="recorded nothing yet"):
     report.partial(not_started)
@@ -447,3 +464,72 @@ def test_heatmap_slants_long_tick_labels_and_thins_many():
   ax = plots.heatmap(res).axes[0]
   assert ax.get_xlabel() == "agent" and ax.get_xticklabels()[0].get_rotation() == 30
   assert len(ax.get_yticks()) <= plots.MAX_TICKS
+
+
+def per_agent_results():
+  """Per-agent grids: Algorithm 1 alone beside VPO at α = 1 and 5 (axis "run"), 4 seeds."""
+  runs = grid_lib.runs([{"agent": ["algorithm1"]}, {"agent": ["vpo"], "alpha": [1.0, 5.0]}])
+  rec = Recorder("steps", 10, (3, 1, 4))
+  data = np.random.default_rng(0).uniform(0, 1, (3, 4, 10)).astype(np.float32)
+  for i in range(3):
+    rec.add(i, slice(0, 4), 1, data[i])
+  return results_lib.from_records(Grid({"run": list(runs)}), np.arange(4), rec, rec.data,
+                                  runs=runs)
+
+
+def test_per_agent_runs_have_their_fields_as_coordinates_columns_and_legends(tmp_path):
+  res = per_agent_results()
+  assert res.fields == ("agent", "alpha")
+  vpo = res.sel(agent="vpo")                                  # two runs: the axis stays
+  assert vpo.axes == res.axes and vpo.coords["run"].tolist() == [
+      "agent=vpo, alpha=1.0", "agent=vpo, alpha=5.0"]
+  np.testing.assert_array_equal(vpo.sel(alpha=5.0).regret, res.regret[2])     # one: dropped
+  np.testing.assert_array_equal(res.sel(agent="algorithm1").regret, res.regret[0])
+  assert res.sel(alpha=[5.0, 1.0]).coords["run"].tolist() == [
+      "agent=vpo, alpha=1.0", "agent=vpo, alpha=5.0"]
+  with pytest.raises(ValueError, match=r"agent='xpo' matches no run; the runs' values of agent "
+                     r"are \['algorithm1', 'vpo'\]"):
+    res.sel(agent="xpo")
+  with pytest.raises(ValueError, match=r"did you mean 'agent'"):
+    res.sel(agnet="vpo")
+
+  df = res.to_dataframe()
+  assert list(df.columns) == ["run", "agent", "alpha", "seed", "step", "regret", "cumulative"]
+  assert set(df[df.agent == "vpo"].alpha) == {1.0, 5.0} and df[df.agent == "algorithm1"].alpha.isna().all()
+  ds = res.to_xarray()
+  assert ds["agent"].dims == ("run",) and ds["agent"].values.tolist() == ["algorithm1", "vpo", "vpo"]
+  assert [(r["agent"], r["alpha"]) for r in res.summary()][1:] == [("vpo", 1.0), ("vpo", 5.0)]
+  text = repr(res)
+  assert "agent=algorithm1; agent=vpo, alpha=1.0; agent=vpo, alpha=5.0" in text
+  assert any(line.split()[:3] == ["algorithm1", "4", f"{res.summary()[0]['mean']:.3f}"]
+             for line in text.splitlines())                      # no alpha: a blank cell
+  legend = plots.cumulative(res).axes[0].get_legend()
+  assert [t.get_text() for t in legend.get_texts()] == ["Algorithm 1", "VPO, α = 1", "VPO, α = 5"]
+  table = "\n".join(report.summary_table(res))
+  assert "| algorithm1 |  | 4 |" in table and "| vpo | 5 | 4 |" in table
+
+  res.save(tmp_path / "new")
+  back = results_lib.load(tmp_path / "new")
+  assert back.runs == res.runs and back.sel(agent="vpo", alpha=1.0).final().shape == (4,)
+  old = tmp_path / "old"                     # saved before "runs": read from its config's grid
+  res.save(old)
+  index = json.loads((old / "results.json").read_text())
+  del index["runs"]
+  (old / "results.json").write_text(json.dumps(index))
+  (old / "config.toml").write_text('[[grid]]\nagent = ["algorithm1"]\n'
+                                   '[[grid]]\nagent = ["vpo"]\nalpha = [1.0, 5.0]\n')
+  assert results_lib.load(old).runs == res.runs
+
+
+def test_the_report_lists_what_every_agent_shares_once():
+  solver = {"starts": 16, "iterations": 10}
+  effective = {"env": {"name": "example1", "p": 0.0, "beta": 0.5},
+               "agent": {"algorithm1": {"alpha": 3.0, "solver": solver, "full_solves": 2},
+                         "vpo": {"alpha": 3.0, "solver": solver},
+                         "greedy": {"solver": solver}}}
+  res = dataclasses.replace(fake_results(), metadata={"effective": effective},
+                            config={"env": {"name": "example1"}})
+  line = next(l for l in report.markdown(res, {}).splitlines() if "every parameter as run" in l)
+  assert line.count("starts = 16") == 1 and line.endswith(
+      "env (p = 0.0, beta = 0.5); every agent (solver = (starts = 16, iterations = 10)); "
+      "algorithm1 (alpha = 3.0, full_solves = 2); vpo (alpha = 3.0); greedy")
