@@ -1,21 +1,12 @@
 """Online RLHF exploration schemes as `rbx.core.Agent`s (`init`/`act`/`update`).
 
-All four schemes share one loop (section 3 of the RLHF paper): at the prompt x ~ ρ the
+Every scheme shares one loop (section 3 of the RLHF paper): at the prompt x ~ ρ the
 environment draws, `act` samples two answers; the environment's Bradley–Terry oracle compares
 them; `update` adds the comparison to the win counts, re-fits the
 optimistic reward r^(t+1) = argmax_r ℓ(r, D^(t)) + α_t J*(r; π_cal) over [0, r_max]^A with
 `solve_optimistic`, and set π^(t+1) = π_{r^(t+1)} by (2.4). They differ only in where the
-two answers come from and which calibration policy π_cal the bonus uses:
-
-=============  ===================  ===================  ==============  ============
-agent          a1 ~                 a2 ~                 π_cal           α
-=============  ===================  ===================  ==============  ============
-`algorithm1`   π^(t-1)              π^(t)                π^(t)           schedule α_t
-`vpo`          π^(t)                π^(t)                fixed (arg)     constant
-`modified`     π^(t)                π_cal                fixed (arg)     constant
-`xpo`/`selm`   π^(t)                π_ref                π_ref           constant
-`greedy`       π^(t)                π^(t)                —               0
-=============  ===================  ===================  ==============  ============
+two answers come from and which calibration policy π_cal the bonus uses: the table of
+`rbx.rlhf.schemes` (`algorithm1`, `vpo`, `modified`, `xpo`/`selm`, `greedy`).
 
 The agents see only the `Task` (π_ref, ρ, β, r_max, π_cal), the prompt and the comparison;
 the environment scores the regret of the policy π^(t) that `act` reports in its `Query`.
@@ -50,7 +41,7 @@ import jax.numpy as jnp
 
 from rbx import _checks, schedules
 from rbx.core.protocol import Agent
-from rbx.rlhf import objectives
+from rbx.rlhf import objectives, schemes
 from rbx.rlhf.env import Prompt, Query, Task
 from rbx.rlhf.solver import SolverConfig, solve_optimistic
 
@@ -90,8 +81,8 @@ def algorithm1(alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_prev_in
       steps; ≥ |X| − 1: every prompt.
   """
   _checks.positive_int("full_solves", full_solves, low=0)
-  return _make("algorithm1", alpha, "prev", "current", "current", pi_init, pi_prev_init, None,
-               solver, unsampled_solver, full_solves)
+  return _make("algorithm1", alpha, pi_init, pi_prev_init, None, solver, unsampled_solver,
+               full_solves)
 
 
 def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
@@ -101,7 +92,7 @@ def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
   `pi_cal` defaults to the environment's `pi_cal` (Example 1's (1 − 2p, p, p), else π_ref).
   A schedule may be passed for `alpha`; the paper's VPO uses a constant.
   """
-  return _make("vpo", alpha, "current", "current", "fixed", pi_init, None, pi_cal, solver)
+  return _make("vpo", alpha, pi_init, None, pi_cal, solver)
 
 
 def modified(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
@@ -112,13 +103,13 @@ def modified(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
   `pi_cal` defaults to the environment's `pi_cal` (Example 1's (1 − 2p, p, p), else π_ref).
   Proposition 2 shows it fails on Example 2 when π_cal = π_ref is far from π_HF.
   """
-  return _make("modified", alpha, "current", "cal", "fixed", pi_init, None, pi_cal, solver)
+  return _make("modified", alpha, pi_init, None, pi_cal, solver)
 
 
 def xpo(alpha: schedules.Schedule | float = 1.0, pi_init=None,
         solver: SolverConfig = SolverConfig()) -> Agent:
   """XPO (Xie et al. 2025) in this model: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref (section 3.2)."""
-  return _make("xpo", alpha, "current", "ref", "ref", pi_init, None, None, solver)
+  return _make("xpo", alpha, pi_init, None, None, solver)
 
 
 def selm(alpha: schedules.Schedule | float = 1.0, pi_init=None,
@@ -129,15 +120,16 @@ def selm(alpha: schedules.Schedule | float = 1.0, pi_init=None,
 
 def greedy(pi_init=None, solver: SolverConfig = SolverConfig()) -> Agent:
   """Online MLE with no exploration bonus (α = 0): a1, a2 ~ π^(t); the control."""
-  return _make("greedy", 0.0, "current", "current", "ref", pi_init, None, None, solver)
+  return _make("greedy", 0.0, pi_init, None, None, solver)
 
 
-def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_cal, solver,
-          unsampled_solver=None, full_solves=0):
-  schedule = alpha if callable(alpha) else schedules.constant(alpha)
+def _make(name, alpha, pi_init, pi_prev_init, pi_cal, solver, unsampled_solver=None,
+          full_solves=0):
+  scheme = schemes.SCHEMES[name]
+  schedule = schemes.alpha_schedule(scheme, alpha)
   # With a constant α and a calibration policy that does not move, a step changes only the
   # sampled prompt's problem (3.1a): the others keep their solutions (module docstring).
-  fixed_problems = not callable(alpha) and calibration != "current"
+  fixed_problems = not callable(alpha) and scheme.calibration != "current"
   for field, value, optional in (("solver", solver, False),
                                  ("unsampled_solver", unsampled_solver, True)):
     if not (isinstance(value, SolverConfig) or (optional and value is None)):
@@ -168,11 +160,9 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
                       t=jnp.ones((), jnp.int32))
 
   def calibration_policy(log_pi, task: Task):
-    if calibration == "current":
-      return jnp.exp(log_pi)
-    if calibration == "fixed":
-      return fixed_cal(task)
-    return task.pi_ref
+    return schemes.calibration_policy(scheme, {"current": lambda: jnp.exp(log_pi),
+                                               "fixed": lambda: fixed_cal(task),
+                                               "reference": lambda: task.pi_ref})
 
   def solve_all(task: Task, wins, cal, alpha_x, r0, config=solver):
     solve = lambda w, pr, pc, a, r: solve_optimistic(w, pr, pc, task.beta, a, task.r_max, r,
@@ -195,11 +185,10 @@ def _make(name, alpha, source1, source2, calibration, pi_init, pi_prev_init, pi_
         jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
 
   def act(key, state: AgentState, obs: Prompt, task: Task):
-    k1, k2 = jax.random.split(key)
-    logs = {"prev": lambda: state.log_pi_prev, "current": lambda: state.log_pi,
-            "ref": lambda: jnp.log(task.pi_ref), "cal": lambda: jnp.log(fixed_cal(task))}
-    a1 = jax.random.categorical(k1, logs[source1]()[obs.x])
-    a2 = jax.random.categorical(k2, logs[source2]()[obs.x])
+    a1, a2 = schemes.answers(jax.random.split(key), scheme, {
+        "previous": lambda: state.log_pi_prev[obs.x], "current": lambda: state.log_pi[obs.x],
+        "reference": lambda: jnp.log(task.pi_ref)[obs.x],
+        "calibration": lambda: jnp.log(fixed_cal(task))[obs.x]})
     return state, Query(a1, a2, state.log_pi)
 
   def update(key, state: AgentState, obs: Prompt, query: Query, a1_wins, task: Task):

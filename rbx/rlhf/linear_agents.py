@@ -9,16 +9,9 @@ z = φ(x, a+) − φ(x, a−) to the data (`rbx.rlhf.linear.LinearData`), re-fit
 
 globally with `rbx.rlhf.linear.solve_linear` (K: reward range ≤ r_max at every prompt), and
 deploys π^(t+1) = π_{r_θ}, (2.4): log π(a|x) = log π_ref(a|x) + θᵀφ(x, a)/β − log Z(x)
-((3.1b)/(3.2b)). The answers and the calibration policy are the tabular agents':
-
-==================  ===========  ===========  ==============  ============
-agent               a1 ~         a2 ~         π_cal           α
-==================  ===========  ===========  ==============  ============
-`linear_algorithm1` π^(t−1)      π^(t)        π^(t)           schedule α_t
-`linear_vpo`        π^(t)        π^(t)        fixed (arg)     constant
-`linear_xpo`        π^(t)        π_ref        π_ref           constant
-`linear_greedy`     π^(t)        π^(t)        —               0
-==================  ===========  ===========  ==============  ============
+((3.1b)/(3.2b)). The answers and the calibration policy are the tabular agents', from the
+table of `rbx.rlhf.schemes`: `linear_algorithm1`, `linear_vpo`, `linear_xpo` and
+`linear_greedy` are its `algorithm1`, `vpo`, `xpo` and `greedy` rows.
 
 θ is shared, so every scheme re-solves one d-dimensional problem a step (not |X| of A
 dimensions): O(starts × iterations × (|X|·A·d + T·d²)) whatever t is (`rbx.rlhf.linear`).
@@ -36,6 +29,7 @@ import jax.numpy as jnp
 
 from rbx import _checks, schedules
 from rbx.core.protocol import Agent
+from rbx.rlhf import schemes
 from rbx.rlhf.env import Prompt, Query
 from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
                              search_linear)
@@ -69,23 +63,23 @@ class LinearState(NamedTuple):
 def algorithm1(alpha: schedules.Schedule | float = 1.0,
                solver: SolverConfig = LINEAR_SOLVER) -> Agent:
   """Algorithm 1 with a linear reward: a1 ~ π^(t−1), a2 ~ π^(t), π_cal = π^(t), α_t."""
-  return _make("linear_algorithm1", alpha, "prev", "current", "current", None, solver)
+  return _make("linear_algorithm1", alpha, None, solver)
 
 
 def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None,
         solver: SolverConfig = LINEAR_SOLVER) -> Agent:
   """VPO with a linear reward: a1, a2 ~ π^(t), a fixed π_cal (default the task's), constant α."""
-  return _make("linear_vpo", alpha, "current", "current", "fixed", pi_cal, solver)
+  return _make("linear_vpo", alpha, pi_cal, solver)
 
 
 def xpo(alpha: schedules.Schedule | float = 1.0, solver: SolverConfig = LINEAR_SOLVER) -> Agent:
   """XPO with a linear reward: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref."""
-  return _make("linear_xpo", alpha, "current", "ref", "ref", None, solver)
+  return _make("linear_xpo", alpha, None, solver)
 
 
 def greedy(solver: SolverConfig = LINEAR_SOLVER) -> Agent:
   """Online MLE of the linear reward with no bonus (α = 0): a1, a2 ~ π^(t); the control."""
-  return _make("linear_greedy", 0.0, "current", "current", "ref", None, solver)
+  return _make("linear_greedy", 0.0, None, solver)
 
 
 def log_policy(theta, task):
@@ -94,20 +88,20 @@ def log_policy(theta, task):
                             axis=-1)
 
 
-def _make(name, alpha, source1, source2, calibration, pi_cal, solver):
-  schedule = alpha if callable(alpha) else schedules.constant(alpha)
+def _make(name, alpha, pi_cal, solver):
+  scheme = schemes.SCHEMES[name.removeprefix("linear_")]
+  schedule = schemes.alpha_schedule(scheme, alpha)
   if not isinstance(solver, SolverConfig):
     raise ValueError(f"solver must be a rbx.rlhf.SolverConfig, got {type(solver).__name__}")
   if pi_cal is not None:
     _checks.probability("pi_cal", pi_cal)
 
   def cal_policy(state: LinearState, task):
-    if calibration == "current":
-      return jnp.exp(state.log_pi)
-    if calibration == "fixed":
-      return task.pi_cal if pi_cal is None else jnp.broadcast_to(
-          jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
-    return task.pi_ref
+    return schemes.calibration_policy(scheme, {
+        "current": lambda: jnp.exp(state.log_pi),
+        "fixed": lambda: task.pi_cal if pi_cal is None else jnp.broadcast_to(
+            jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape),
+        "reference": lambda: task.pi_ref})
 
   def init(key, task, horizon: int) -> LinearState:
     del key
@@ -124,12 +118,10 @@ def _make(name, alpha, source1, source2, calibration, pi_cal, solver):
                        basins=jnp.zeros((_carried(solver), d), task.features.dtype))
 
   def act(key, state: LinearState, obs: Prompt, task):
-    k1, k2 = jax.random.split(key)
     x = obs.x
-    logs = {"prev": lambda: log_policy(state.theta_prev, _at(task, x)),
-            "current": lambda: state.log_pi[x], "ref": lambda: jnp.log(task.pi_ref[x])}
-    a1 = jax.random.categorical(k1, logs[source1]())
-    a2 = jax.random.categorical(k2, logs[source2]())
+    a1, a2 = schemes.answers(jax.random.split(key), scheme, {
+        "previous": lambda: log_policy(state.theta_prev, _at(task, x)),
+        "current": lambda: state.log_pi[x], "reference": lambda: jnp.log(task.pi_ref[x])})
     return state, Query(a1, a2, state.log_pi)
 
   def update(key, state: LinearState, obs: Prompt, query: Query, a1_wins, task):

@@ -102,7 +102,7 @@ import optax
 
 from rbx import _checks, schedules
 from rbx.core.protocol import Agent
-from rbx.rlhf import objectives, policies
+from rbx.rlhf import objectives, policies, schemes
 from rbx.rlhf.env import Prompt, Query
 
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
@@ -209,7 +209,7 @@ def online_dpo(policy: str = "tabular", optimizer: str = "adam", learning_rate=0
     pi_init: π^(1) of the tabular policy, (A,) or (X, A); default π_ref.
     l2: λ ≥ 0 of the penalty (λ/2)‖θ − θ_ref‖² (module docstring: why it is on by default).
   """
-  return _make("online_dpo", 0.0, "current", "current", "ref", None, policy, optimizer,
+  return _make("online_dpo", 0.0, None, policy, optimizer,
                learning_rate, train_steps, clip, pi_init, None, None, l2)
 
 
@@ -221,7 +221,7 @@ def xpo(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
   TRL's `alpha` is α β here. `cal_samples`: 0 estimates E_{π_ref} by the round's a2 (TRL's
   y_ref), k ≥ 1 by k fresh draws at x_t, None exactly. Other arguments as `online_dpo`.
   """
-  return _make("xpo", alpha, "current", "ref", "ref", cal_samples, policy, optimizer,
+  return _make("xpo", alpha, cal_samples, policy, optimizer,
                learning_rate, train_steps, clip, pi_init, None, None, l2)
 
 
@@ -245,7 +245,7 @@ def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tab
   if cal_samples == 0:
     raise ValueError("cal_samples=0 estimates E_{π_cal} by the round's answer drawn from π_cal, "
                      "and VPO draws none from it: use cal_samples >= 1 or None (exact)")
-  return _make("vpo", alpha, "current", "current", "fixed", cal_samples, policy, optimizer,
+  return _make("vpo", alpha, cal_samples, policy, optimizer,
                learning_rate, train_steps, clip, pi_init, None, pi_cal, l2)
 
 
@@ -258,13 +258,14 @@ def algorithm1(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
   `cal_samples`: 0 estimates E_{π^(t)} by the round's a2, k ≥ 1 by k fresh draws at x_t, None
   exactly. `pi_prev_init`: π^(0), default π^(1). Other arguments as `online_dpo`.
   """
-  return _make("algorithm1", alpha, "prev", "current", "current", cal_samples, policy,
+  return _make("algorithm1", alpha, cal_samples, policy,
                optimizer, learning_rate, train_steps, clip, pi_init, pi_prev_init, None, l2)
 
 
-def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optimizer,
-          learning_rate, train_steps, clip, pi_init, pi_prev_init, pi_cal, l2) -> Agent:
-  schedule = alpha if callable(alpha) else schedules.constant(alpha)
+def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_steps, clip,
+          pi_init, pi_prev_init, pi_cal, l2) -> Agent:
+  scheme = schemes.SCHEMES["greedy" if name == "online_dpo" else name]
+  schedule = schemes.alpha_schedule(scheme, alpha)
   make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
   if policy == "loglinear" and pi_init is not None:
     raise ValueError("pi_init is for policy='tabular'; the log-linear policy starts at π_ref")
@@ -296,18 +297,18 @@ def _make(name, alpha, source1, source2, calibration, cal_samples, policy, optim
                           log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
 
   def act(key, state: PracticalState, obs: Prompt, task):
-    k1, k2, _ = _keys(key)
-    logs = {"prev": state.log_pi_prev, "current": state.log_pi, "ref": jnp.log(task.pi_ref)}
-    a1 = jax.random.categorical(k1, logs[source1][obs.x])
-    a2 = jax.random.categorical(k2, logs[source2][obs.x])
+    a1, a2 = schemes.answers(_keys(key)[:2], scheme, {
+        "previous": lambda: state.log_pi_prev[obs.x], "current": lambda: state.log_pi[obs.x],
+        "reference": lambda: jnp.log(task.pi_ref)[obs.x]})
     return state, Query(a1, a2, state.log_pi)
 
   def calibration_estimate(key, state, obs, query, task):
     """(π̂_cal, w): the estimate of E_{x∼ρ} E_{a∼π_cal} as per-prompt weights (X, A), (X,)."""
     X, A = task.pi_ref.shape
-    log_cal = {"current": state.log_pi, "ref": jnp.log(task.pi_ref),
-               "fixed": jnp.log(task.pi_cal if pi_cal is None else jnp.broadcast_to(
-                   jnp.asarray(pi_cal, jnp.float32), (X, A)))}[calibration]
+    log_cal = schemes.calibration_policy(scheme, {
+        "current": lambda: state.log_pi, "reference": lambda: jnp.log(task.pi_ref),
+        "fixed": lambda: jnp.log(task.pi_cal if pi_cal is None else jnp.broadcast_to(
+            jnp.asarray(pi_cal, jnp.float32), (X, A)))})
     if cal_samples is None:
       return jnp.exp(log_cal), task.rho
     if cal_samples == 0:

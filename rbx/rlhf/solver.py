@@ -71,6 +71,7 @@ inside the box; the policy π_r it induces is unique where the maximum is.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import NamedTuple
 
@@ -139,23 +140,35 @@ def solve_optimistic(wins: chex.Array, pi_ref: chex.Array, pi_cal: chex.Array, b
   chex.assert_rank([wins, pi_ref, pi_cal], [2, 1, 1])
   if config.screen not in SCREENS:
     raise ValueError(f"SolverConfig.screen must be one of {SCREENS}, got {config.screen!r}")
-  r_max = r_max if isinstance(r_max, jax.Array) and r_max.dtype == jnp.float32 else (
-      jnp.asarray(r_max, jnp.float32))
-  problem = _Problem(wins, pi_ref, pi_cal, beta, alpha, r_max)
+  return _solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, config,
+                _known(beta, lambda b: b == 0), _known(r_max, lambda m: m <= _RATIO_RANGE))
+
+
+def _known(x, test) -> bool | None:
+  """`test(x)` where `x` is concrete (an environment the sweep closes over, not a traced grid
+  field), else None: the solver then takes the branch it names instead of a `lax.cond`,
+  which compiles both (the β = 0 path alone is ~40% of the solver's compile time)."""
+  return bool(test(np.asarray(x))) if _checks.is_concrete(x) else None
+
+
+@functools.partial(jax.jit, static_argnames=("config", "beta_zero", "ratio_range"))
+def _solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, config, beta_zero, ratio_range):
+  """`solve_optimistic` with its branches' tests decided where they are known (`_known`). A
+  jitted function of its own: JAX traces and batches it once per shape and setting, however
+  many agents, prompts and examples of a sweep call it."""
+  r_max = jnp.asarray(r_max, jnp.float32)
+  problem = _Problem(wins, pi_ref, pi_cal, beta, alpha, r_max, ratio_range)
   dtype = jnp.result_type(r_max, *([] if r_init is None else [r_init]))
-  return _branch(beta, lambda b: b == 0,
+  return _branch(beta_zero, lambda: beta == 0,
                  lambda: _solve_beta0(problem, r_max, r_init, config).astype(dtype),
                  lambda: _solve_dc(problem, r_max, r_init, config))
 
 
-def _branch(x, test, true_fn, false_fn, *operands):
-  """`lax.cond(test(x), true_fn, false_fn, *operands)`, or the one branch `test(x)` picks when
-  `x` is concrete (an environment the sweep closes over, not a traced grid field): a
-  `lax.cond` compiles both branches, and the β = 0 path alone is ~40% of the solver's
-  compile time. (Inside `jit` even `test` of a concrete array is traced, so `x` is tested.)"""
-  if _checks.is_concrete(x):
-    return true_fn(*operands) if bool(test(np.asarray(x))) else false_fn(*operands)
-  return jax.lax.cond(test(x), true_fn, false_fn, *operands)
+def _branch(known, test, true_fn, false_fn, *operands):
+  """The branch `known` names, or `lax.cond(test(), ...)` where it is None."""
+  if known is not None:
+    return true_fn(*operands) if known else false_fn(*operands)
+  return jax.lax.cond(test(), true_fn, false_fn, *operands)
 
 
 def _solve_beta0(problem, r_max, r_init, config):
@@ -275,6 +288,7 @@ class _Problem(NamedTuple):
   beta: chex.Array
   alpha: chex.Array
   r_max: chex.Array = float("inf")     # the box [0, r_max]^A; ≤ _RATIO_RANGE: see `ratios`
+  ratio_range: bool | None = None      # r_max ≤ _RATIO_RANGE where known (`_known`)
 
   def value(self, r):
     """F(r), scalar."""
@@ -285,7 +299,8 @@ class _Problem(NamedTuple):
     """ℓ(r) of (2.2) for r in the box, scalar: from `ratios` for r_max ≤ `_RATIO_RANGE`, else
     `objectives.log_likelihood` (a `lax.cond`: a branch unless r_max is batched)."""
     from_ratios = lambda r, wins: -jnp.sum(wins * jnp.log1p(self.ratios(r)))
-    return _branch(self.r_max, lambda m: m <= _RATIO_RANGE, from_ratios, objectives.log_likelihood,
+    return _branch(self.ratio_range, lambda: self.r_max <= _RATIO_RANGE, from_ratios,
+                   objectives.log_likelihood,
                    r, self.wins)
 
   def ratios(self, r):
@@ -336,7 +351,8 @@ class _Problem(NamedTuple):
     A = r.shape[0]
     ones = jnp.ones(A, r.dtype)
     n = self.wins + self.wins.T
-    s = 1.0 / (1.0 + _branch(self.r_max, lambda m: m <= _RATIO_RANGE, self.ratios,   # σ(r_a − r_b)
+    s = 1.0 / (1.0 + _branch(self.ratio_range, lambda: self.r_max <= _RATIO_RANGE,   # σ(r_a − r_b)
+                             self.ratios,
                              lambda r: jnp.exp(r[None, :] - r[:, None]), r))
     c = n * s * (1.0 - s)
     return self.wins @ ones - (n * s) @ ones, jnp.eye(A, dtype=r.dtype) * (c @ ones)[:, None] - c
