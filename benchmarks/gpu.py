@@ -3,9 +3,10 @@
 Rows: Algorithm 1 (one prompt, A = 10, 50, 200, 1,000), linear_algorithm1, linear_xpo and
 online_dpo (|X| = 10⁴, A = 10, d = 16), each at rbx's default seed batch and at the best of a
 small list (the CPU rule's batch and all of a device's seeds), compile seconds beside run
-seconds; the README's hello world; `rbx demo`'s wall time; a neural round (NeuralUCB on
-Covertype's shape, m = 100, J = 100) beside the PyTorch loop of
-`neural_torch_reference.py`; and the Table-1 program's cost (`table1.py --estimate`'s
+seconds; the README's hello world's compile seconds in fresh processes with the compile pool
+at its default and at one thread; `rbx demo`'s wall time; a neural round (NeuralUCB on
+Covertype's shape, m = 100, J = 100) at the device's default products and three others,
+beside the PyTorch loop of `neural_torch_reference.py` on the same GPU; and the Table-1 program's cost (`table1.py --estimate`'s
 model) for every data set and algorithm, on synthetic data of each data set's shape (the
 data sets do not travel to the device machine). Each sweep stops after the chunk that passes
 its time budget, so a slow setting reports the steps it ran; a row whose budget is gone is
@@ -13,8 +14,8 @@ its time budget, so a slow setting reports the steps it ran; a row whose budget 
 
     python benchmarks/gpu.py [--tiny] [--budget SECONDS] [--out benchmarks/results/gpu.md]
 
-`--tiny` shrinks every size for a CPU (the test; 200 s on this project's loaded 2-core CPU,
-where compiles, which no budget bounds, take most of it).
+`--tiny` shrinks every size for a CPU (the test: about 110 s on this project's 2-core CPU,
+most of it compiling, which no budget bounds).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from types import SimpleNamespace
 import jax
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compile_time  # noqa: E402
 import table1  # noqa: E402
 from covertype_like import covertype_like  # noqa: E402
 from neural_step_time import time_rbx, time_torch  # noqa: E402
@@ -37,6 +39,7 @@ from neural_step_time import time_rbx, time_torch  # noqa: E402
 from rbx import demo, neural, rlhf  # noqa: E402
 from rbx.rlhf import registry as rlhf_registry  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 # Each data set's (rows, features, classes), from shared/datasets/MANIFEST.json.
 SHAPES = {"adult": (48842, 14, 2), "covertype": (581012, 54, 7), "magic": (19020, 10, 2),
           "mnist5k": (5000, 784, 10), "mushroom": (8124, 22, 2), "shuttle": (58000, 9, 7)}
@@ -62,14 +65,15 @@ SWEEPS = {
         "online_dpo, |X| = 10⁴, A = 10, d = 16": ("online_dpo", 20, 4, 3, 8, 4, 2),
     },
 }
-# hello world (seeds, steps), demo (seeds, steps), neural round (history t, width m, J,
-# rows), Table 1 (rows at most, m, J, seeds, tuning seeds)
-SIZES = {"full": dict(hello=(64, 500), demo=(demo.SEEDS, demo.STEPS), neural=(2000, 100, 100, 5000),
+# hello world (seeds, steps; at full size it is compile_time.HELLO's, in fresh processes), demo
+# (seeds, steps), neural round (history t, width m, J, rows), Table 1 (rows at most, m, J,
+# seeds, tuning seeds)
+SIZES = {"full": dict(demo=(demo.SEEDS, demo.STEPS), neural=(2000, 100, 100, 5000),
                       table1=(None, 100, 100, 10, 10)),
          "tiny": dict(hello=(4, 10), demo=(2, 5), neural=(10, 4, 1, 50),
                       table1=(40, 4, 1, 1, 1))}
 # Shares of --budget per section; a row's budget is its section's share over its rows.
-SHARES = {"sweeps": 0.45, "hello": 0.05, "demo": 0.08, "neural": 0.15, "table1": 0.27}
+SHARES = {"sweeps": 0.45, "neural": 0.18, "table1": 0.37}   # hello world and demo: unbudgeted
 HEAD = ("| figure | setting | seed batch | compile s | run s | value | unit |\n"
         "|---|---|---|---:|---:|---:|---|\n")
 
@@ -134,6 +138,16 @@ def hello_row(seeds, steps) -> str:
                  progress=False).timing
   return row("README hello world", f"2 agents × {seeds} seeds × {steps} steps", t["seed_batch"],
              t["compile_seconds"], t["run_seconds"], t["seed_steps_per_second"], "seed-steps/s")
+
+
+def hello_thread_rows() -> str:
+  """The hello world's compile seconds in fresh processes, the driver's compile pool at its
+  default and at one thread (`compile_time.hello`): whether compiling programs side by side
+  pays on this device's host."""
+  return "".join(
+      row("README hello world, fresh process", f"64 seeds × 500 steps, compile threads {which}",
+          compile_s=compile_time.hello(ROOT, threads), value=math.nan)
+      for which, threads in (("default", None), ("1", 1)))
 
 
 def demo_row(seeds, steps) -> str:
@@ -224,7 +238,9 @@ def main(argv=None) -> str:
   for label, spec in sweeps.items():
     text += sweep_rows(label, spec, budget * SHARES["sweeps"] / len(sweeps))
     print(text.splitlines()[-1], flush=True)
-  text += hello_row(*sizes["hello"]) + demo_row(*sizes["demo"])
+  # the hello world at full size in fresh processes (compile pool on and off), else in this one
+  text += hello_row(*sizes["hello"]) if args.tiny else hello_thread_rows()
+  text += demo_row(*sizes["demo"])
   text += neural_rows(*sizes["neural"], budget * SHARES["neural"])
   text += table1_rows(*sizes["table1"], budget * SHARES["table1"])
   text += f"\nWall time {time.perf_counter() - begin:.0f} s.\n"
