@@ -69,19 +69,20 @@ def main(argv=None) -> list[dict]:
                  help="RBX_COMPILE_THREADS settings to measure (default: unset only)")
   p.add_argument("--repeats", type=int, default=1, help="runs of each figure (median)")
   args = p.parse_args(argv)
-  rows = []
-  for tree in [ROOT] + args.tree:
-    for threads in args.threads or [None]:
-      figures = {"hello": [], "cold": [], "warm": []}
-      for _ in range(args.repeats):
-        figures["hello"].append(hello(tree, threads))
-        with tempfile.TemporaryDirectory(prefix="rbx-compile-time-") as cache:
-          figures["cold"].append(demo(tree, threads, cache))
-          figures["warm"].append(demo(tree, threads, cache))
-      row = dict(tree=str(tree), threads=threads or "default",
-                 **{k: statistics.median(v) for k, v in figures.items()})
-      rows.append(row)
-      print(json.dumps(row), flush=True)
+  settings = [(tree, threads) for tree in [ROOT] + args.tree for threads in args.threads or [None]]
+  figures = {s: {"hello": [], "cold": [], "warm": []} for s in settings}
+  for _ in range(args.repeats):         # interleaved: every setting sees the same load
+    for tree, threads in settings:
+      f = figures[tree, threads]
+      f["hello"].append(hello(tree, threads))
+      with tempfile.TemporaryDirectory(prefix="rbx-compile-time-") as cache:
+        f["cold"].append(demo(tree, threads, cache))
+        f["warm"].append(demo(tree, threads, cache))
+      print(json.dumps({"tree": str(tree), "threads": threads, **{k: v[-1] for k, v in f.items()}}),
+            flush=True)
+  rows = [dict(tree=str(tree), threads=threads or "default",
+               **{k: statistics.median(v) for k, v in figures[tree, threads].items()})
+          for tree, threads in settings]
   print("\n| tree | compile threads | hello world compile s | rbx demo cold s | rbx demo warm s |")
   print("|---|---|---:|---:|---:|")
   for r in rows:
