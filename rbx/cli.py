@@ -241,21 +241,14 @@ def _add_compile_cache(parser) -> None:
 
 def compile_cache(enabled: bool = True,
                   echo=lambda text: print(text, file=sys.stderr)) -> str | None:
-  """Turns on JAX's persistent compilation cache for this command: a second `rbx demo` or run
-  of the same config loads its programs instead of compiling them. The directory is
-  `RBX_COMPILATION_CACHE` (a path; "off" or 0 turns the cache off), else
-  `$XDG_CACHE_HOME/rbx/jax` (default `~/.cache/rbx/jax`); a cache directory the user gave JAX
-  (`JAX_COMPILATION_CACHE_DIR`, `jax_compilation_cache_dir`) is kept. `echo` says where, once:
-  when the directory is made. Returns the directory in use, or None."""
+  """Turns on JAX's persistent compilation cache for this command (`cache_directory`): a
+  second `rbx demo` or run of the same config loads its programs instead of compiling them.
+  `echo` says where, once: when the directory is made. Returns the directory in use, or None."""
   import os
   import jax
-  setting = os.environ.get(CACHE_ENV, "").strip()
-  if jax.config.jax_compilation_cache_dir:
-    return jax.config.jax_compilation_cache_dir
-  if not enabled or setting.lower() in _OFF:
-    return None
-  path = os.path.expanduser(setting) if setting else os.path.join(
-      os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rbx", "jax")
+  path = cache_directory(enabled, os.environ, jax.config.jax_compilation_cache_dir)
+  if path is None or path == jax.config.jax_compilation_cache_dir:
+    return path
   if not os.path.isdir(path):
     os.makedirs(path, exist_ok=True)
     echo(f"rbx: compiled programs are cached in {path} for later runs (--no-compile-cache or "
@@ -263,6 +256,24 @@ def compile_cache(enabled: bool = True,
   jax.config.update("jax_compilation_cache_dir", path)
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
   return path
+
+
+def cache_directory(enabled: bool, environ, jax_directory: str | None) -> str | None:
+  """The command line's compilation cache directory: a directory the user gave JAX
+  (`jax_directory`: `JAX_COMPILATION_CACHE_DIR` or `jax_compilation_cache_dir`) as it is;
+  else None when `enabled` is False or `RBX_COMPILATION_CACHE` is "off" (or 0, false, no);
+  else `RBX_COMPILATION_CACHE` (a path) or `$XDG_CACHE_HOME/rbx/jax` (default
+  `~/.cache/rbx/jax`)."""
+  import os
+  if jax_directory:
+    return jax_directory
+  setting = environ.get(CACHE_ENV, "").strip()
+  if not enabled or setting.lower() in _OFF:
+    return None
+  if setting:
+    return os.path.expanduser(setting)
+  base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+  return os.path.join(base, "rbx", "jax")
 
 
 def _add_no_progress(parser) -> None:
