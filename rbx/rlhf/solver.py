@@ -61,10 +61,12 @@ F(r) = max_{a*} M_{a*}(r) with the concave M_{a*}(r) = ℓ(r) + α (e_{a*} − �
 max_box F = max_{a*} max_box M_{a*}: the global maximum is the best of A concave problems.
 Each starts from the best (by M_{a*}) of the vertex r_max·e_{a*}, the centre and the warm
 start, ascends M_{a*} by `iterations` DC steps (whose linear term is then exact, not a
-minorant), and the end point with the largest F is returned. The branch is a `lax.cond` on
-β = 0: under `vmap` over seeds or prompts with one β it stays a branch, so each case pays for
-its own path only; if β itself is batched (a vmapped β grid) both paths run and are selected
-(correct, only slower).
+minorant), and the end point with the largest F is returned. Where β is known when the sweep
+is traced (an environment the sweep closes over) only its path is traced and compiled;
+where β is a traced grid field the branch is a `lax.cond`, which stays a branch under `vmap`
+over seeds or prompts with one β, and runs both paths and selects when β itself is batched
+(a vmapped β grid: correct, only slower). The test r_max ≤ `_RATIO_RANGE` below is decided
+the same way.
 
 F and ℓ are invariant under r → r + c, so the maximiser is unique only up to such shifts
 inside the box; the policy π_r it induces is unique where the maximum is.
@@ -297,7 +299,8 @@ class _Problem(NamedTuple):
 
   def log_likelihood(self, r):
     """ℓ(r) of (2.2) for r in the box, scalar: from `ratios` for r_max ≤ `_RATIO_RANGE`, else
-    `objectives.log_likelihood` (a `lax.cond`: a branch unless r_max is batched)."""
+    `objectives.log_likelihood` (decided at trace time where r_max is known, else a
+    `lax.cond`)."""
     from_ratios = lambda r, wins: -jnp.sum(wins * jnp.log1p(self.ratios(r)))
     return _branch(self.ratio_range, lambda: self.r_max <= _RATIO_RANGE, from_ratios,
                    objectives.log_likelihood,
