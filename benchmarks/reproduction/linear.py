@@ -167,7 +167,7 @@ def run(ctx: Context) -> tuple[str, str]:
            f"d ∈ {list(scale.dims)}"
            + (f" ({list(scale.dims_largest)} at the largest |X|)" if scale.dims_largest else "")
            + f", A = {A}, T = {T}, {scale.seeds} seeds ({scale.seeds_largest} at the largest |X|)"
-           + ("." if full else "; the issue's full scale (|X| up to 10,000, d ∈ {4, 16}, T = "
+           + ("." if full else "; the full scale (|X| up to 10,000, d ∈ {4, 16}, T = "
               "1,000, 256 seeds, 64 at 10,000) is `python -m benchmarks.reproduction.reproduce --full "
               "--only linear`."),
            "",

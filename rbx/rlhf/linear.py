@@ -54,8 +54,8 @@ point's r = φθ, recomputed: one product reads φ once for all the points of a 
 selecting and adding the kept direction reads three (A, X) arrays per point),
 1 + 2·`line_search` exponential passes and the d × d Laplacian Zᵀ diag(σσ′) Z (n·d²):
 O(starts × iterations × (|X|·A·d + n·d²)). Sums over a prompt's A actions are written as A
-elementwise sums, not a reduction: on CPU, XLA 0.10 hands a reduction to YNNPACK, which ran
-them about 2× slower than the one fused loop the sums become (`benchmarks/profiles/linear_profile.py`,
+elementwise sums, not a reduction: on CPU, XLA fuses the sums with the exponentials into one
+loop, where it hands a reduction to YNNPACK, about 2× slower (`benchmarks/profiles/linear_profile.py`,
 benchmarks/README.md). The rays' rewards, gauges and log-sum-exps depend on the task alone
 (φ, π_ref, ρ, β, r_max), so a vmapped batch of seeds sharing the task computes them once (at
 compile time when the task is a constant); only their ℓ and linear terms are per seed. The data
@@ -262,7 +262,7 @@ class _Search(NamedTuple):
     """Σ_a π_ref(a|x) e^{c (r(x, a) − hi(x))/β}, (X,), the log-sum-exp's sum at c·r (c: a
     retraction's factor): one pass of |X|·A exponentials. Written as a sum of A rows, which
     XLA on CPU fuses with the exponentials into one loop; as a reduction over the leading axis
-    it went to YNNPACK, about 2× slower (module docstring)."""
+    it would go to YNNPACK, about 2× slower (module docstring)."""
     return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + c * (r[a] - hi) / self.beta)
                                       for a in range(r.shape[0])])
 

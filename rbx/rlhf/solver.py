@@ -20,9 +20,9 @@ Method (fixed iteration counts, so it jits and vmaps):
    F at the vertex, and a relaxed score that charges each comparison the vertex contradicts
    (a low action's win over a high one) log σ(0) instead of log σ(−r_max) — the refinement can
    level a few such pairs, so with sparse data a vertex that few comparisons contradict heads a
-   basin far above F at the vertex, which F alone ranks low (`screen="value"`, the screen of
-   earlier releases: along Algorithm 1's trajectories at A = 50, β = 0.1 it missed the
-   maximum of every candidate's refinement in most steps; `benchmarks/accuracy/solver_accuracy.py`
+   basin far above F at the vertex, which F alone ranks low (`screen="value"`, F alone, misses
+   along Algorithm 1's trajectories at A = 50, β = 0.1 the maximum of every candidate's
+   refinement in most steps; `benchmarks/accuracy/solver_accuracy.py`
    and `tests/rlhf/test_solver.py::test_the_relaxed_screen_finds_the_basins_of_sparse_data`).
    Optionally only the best `keep` starts by F are refined after `prune_after` iterations:
    faster, but on the tests' random instances keeping fewer than all 16 vertex starts of
@@ -38,10 +38,10 @@ Method (fixed iteration counts, so it jits and vmaps):
    free coordinates the direction tried is the Newton direction of ℓ + linear term (the DC
    step; on F with the linear term α ∇J*(r) of the current point: a Newton step whose Hessian
    leaves out ∇²(α J*)), and on F also the gradient scaled to the box, each at the step sizes
-   `shrink`^0, …, `shrink`^(`line_search`−1). Until 2026-12-03 every step also tried the
-   scaled gradient, and steps on F the Newton direction of F itself (quadratic convergence
-   near a strict local maximum; truncated at negative curvature; a second Newton system a
-   step); both remain options (`dc_gradient`, `newton_f`). Without them Algorithm 1 runs
+   `shrink`^0, …, `shrink`^(`line_search`−1). Two more directions are options: the scaled
+   gradient in every step (`dc_gradient`) and, in steps on F, F's own Newton direction
+   (`newton_f`: quadratic convergence near a strict local maximum; truncated at negative
+   curvature; a second Newton system a step). Without them, the default, Algorithm 1 runs
    1.4–1.5× faster at A = 10 and 50 and along its trajectories misses the global maximum by
    > 1e-3 no more often, by > 1e-5 somewhat more often (the last digits converge linearly;
    benchmarks/README.md, "Accuracy"). Newton systems are solved
@@ -97,13 +97,12 @@ class SolverConfig(NamedTuple):
   direction to the DC steps. The defaults reach the brute-force maximum to 1e-3
   on the tests' random instances; lowering `starts` to 8 for A ≤ 4 does not (it drops vertex
   basins), nor does `dc_iterations=0` (see step 2). Two step sizes and four CG steps (the
-  defaults since 3 step sizes and exact CG) miss the global maximum by > 1e-3 no more often on
+  defaults) miss the global maximum by > 1e-3 no more often than 3 and exact CG on
   the accuracy benchmark and along Algorithm 1's trajectories (benchmarks/accuracy/solver_accuracy.py),
   at 1.3× the speed; refining fewer starts (`keep`) misses more. `screen` ∈ `SCREENS`: how
   step 1 ranks the vertices, "both" (F and the relaxed score) or "value" (F alone).
   `newton_f`: steps on F also try F's own Newton direction; `dc_gradient`: DC steps also try
-  the scaled gradient (step 2 of the module docstring; both the defaults until 2026-12-03:
-  more precise last digits, slower).
+  the scaled gradient (step 2 of the module docstring: more precise last digits, slower).
   """
   iterations: int = 10
   dc_iterations: int = 4
