@@ -22,7 +22,7 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 # Most of the suite's time is XLA compiling small programs; the tests' programs run for seconds
 # at most, so the cheapest code generation wins: LLVM's lowest level and XLA's CPU element
 # emitters instead of its newer fusion emitters. Together they compile an Algorithm 1 rollout
-# in 0.58× the defaults' time and run a BootstrappedNN sweep 5× slower (benchmarks/xla_flags.py;
+# in 0.58× the defaults' time and run a BootstrappedNN sweep 5× slower (benchmarks/profiles/xla_flags.py;
 # the whole suite 1,865 s with level 0 alone, 1,338 s with both, consecutive loaded runs). They
 # change the generated code, not which ops are fused: results agree to float32 rounding, but 2
 # and 4 devices no longer bit for bit (test_sharding's check drops level 0 in its child).

@@ -1,18 +1,13 @@
-"""benchmarks/gpu.py at its tiny size: one Markdown table with every row, numbers that parse."""
-import importlib.util
+"""benchmarks/throughput/gpu.py at its tiny size: one Markdown table with every row, numbers that parse."""
 import math
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.throughput import gpu
 
 
 @pytest.mark.slow
 def test_the_tiny_table_has_every_row_and_its_numbers_parse(tmp_path):
-  spec = importlib.util.spec_from_file_location("gpu", ROOT / "benchmarks" / "gpu.py")
-  gpu = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(gpu)
   out = tmp_path / "gpu.md"
   text = gpu.main(["--tiny", "--out", str(out)])
   assert out.read_text() == text

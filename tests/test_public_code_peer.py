@@ -1,5 +1,4 @@
-"""benchmarks/public_code_peer.py: the public codes' record formats, Welch's interval, a tiny run."""
-import importlib.util
+"""benchmarks/reference/public_code_peer.py: the public codes' record formats, Welch's interval, a tiny run."""
 import pickle
 from pathlib import Path
 
@@ -7,20 +6,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from benchmarks.reference import public_code_peer as peer
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "datasets"
 
 
-def _peer():
-  spec = importlib.util.spec_from_file_location("public_code_peer",
-                                                ROOT / "benchmarks" / "public_code_peer.py")
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  return mod
-
-
 def test_reads_neuralts_pickles_and_neuralucb_text(tmp_path):
-  peer = _peer()
   ts, ucb = tmp_path / "ts", tmp_path / "ucb"
   ts.mkdir()
   ucb.mkdir()
@@ -44,7 +36,6 @@ def test_reads_neuralts_pickles_and_neuralucb_text(tmp_path):
 
 
 def test_welch_matches_scipy():
-  peer = _peer()
   rng = np.random.default_rng(0)
   a, b = rng.normal(50, 6, 8), rng.normal(48, 2, 6)
   diff, lo, hi = peer.welch(a, b)
@@ -55,7 +46,6 @@ def test_welch_matches_scipy():
 @pytest.mark.skipif(not (SHARED / "mushroom.csv.gz").is_file(), reason=f"no data at {SHARED}")
 @pytest.mark.parametrize("algorithm", ["neural_ts", "neural_ucb"])
 def test_tiny_run_reports_both_sides(tmp_path, algorithm, capsys):
-  peer = _peer()
   folder = tmp_path / "rec"
   folder.mkdir()
   for i in range(2):

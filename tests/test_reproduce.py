@@ -1,13 +1,10 @@
-"""benchmarks/reproduce.py: sections saved one by one, the report assembled from them."""
+"""benchmarks/reproduction/reproduce.py: sections saved one by one, the report assembled from them."""
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-reproduce = pytest.importorskip("reproduce")
-from reproduction.common import Context, Figures  # noqa: E402
+reproduce = pytest.importorskip("benchmarks.reproduction.reproduce")
+from benchmarks.reproduction.common import Context, Figures  # noqa: E402
 
 
 def test_the_report_keeps_every_saved_section_in_order_with_its_finding_and_stamp(tmp_path):
@@ -28,10 +25,10 @@ def test_the_report_keeps_every_saved_section_in_order_with_its_finding_and_stam
 
 def test_a_section_is_saved_with_the_command_that_reruns_it(tmp_path, monkeypatch):
   import types
-  fake = types.ModuleType("reproduction.fake")
+  fake = types.ModuleType("benchmarks.reproduction.fake")
   fake.run = lambda ctx: ("## Fake section\n\nbody", "a finding")
-  monkeypatch.setitem(sys.modules, "reproduction.fake", fake)
+  monkeypatch.setitem(sys.modules, "benchmarks.reproduction.fake", fake)
   path = reproduce.run_section("fake", Context(full=False, figdir=Figures(tmp_path, "fig")))
   lines = path.read_text().split("\n")
   assert lines[0] == "<!-- finding: a finding -->" and lines[1] == "## Fake section"
-  assert "`python benchmarks/reproduce.py --only fake`" in lines[3] and lines[5] == "body"
+  assert "`python -m benchmarks.reproduction.reproduce --only fake`" in lines[3] and lines[5] == "body"

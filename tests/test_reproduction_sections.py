@@ -1,14 +1,9 @@
 """The reproduction report's sections on one tiny row each: the table, the finding and, where
 cheap, the measured direction (slow: each compiles its sweeps)."""
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-common = pytest.importorskip("reproduction.common")
+common = pytest.importorskip("benchmarks.reproduction.common")
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +26,7 @@ def test_outcomes_of_known_runs():
 
 
 def test_learner_box_section_on_one_row(ctx, monkeypatch):
-  from reproduction import learner_box
+  from benchmarks.reproduction import learner_box
   monkeypatch.setattr(learner_box, "QUICK", learner_box.Sizes(
       seeds=16, ratios=(1.0, 2.0), alphas=(1.0,), prop1=(0.5, 1.5), prop2=(50.0, 1.0, 4.0)))
   measured = []
@@ -45,7 +40,7 @@ def test_learner_box_section_on_one_row(ctx, monkeypatch):
 
 
 def test_propositions_section_counts_distinct_runs(ctx, monkeypatch):
-  from reproduction import propositions
+  from benchmarks.reproduction import propositions
   monkeypatch.setattr(propositions, "QUICK", propositions.Sizes(
       prop_seeds=8, prop_alphas=(1.0,), prop1=(0.5, 1.5), prop1_p=(0.0, 0.2),
       prop2=(50.0, 1.0, 4.0)))
@@ -57,7 +52,7 @@ def test_propositions_section_counts_distinct_runs(ctx, monkeypatch):
 
 
 def test_hard_instance_search_on_a_tiny_row(ctx, monkeypatch):
-  from reproduction import hard_instances
+  from benchmarks.reproduction import hard_instances
   monkeypatch.setattr(hard_instances, "QUICK", hard_instances.Sizes(
       candidates=4, search_steps=64, search_seeds=4, keep=1, perturbations=2, finalists=1,
       final_steps=128, final_seeds=4))
@@ -67,7 +62,7 @@ def test_hard_instance_search_on_a_tiny_row(ctx, monkeypatch):
 
 
 def test_scaling_section_on_a_tiny_row(ctx, monkeypatch):
-  from reproduction import scaling
+  from benchmarks.reproduction import scaling
   monkeypatch.setattr(scaling, "QUICK", scaling.Sizes(actions=(3, 6), r_maxes=(1.0, 4.0),
                                                       instances=2, seeds=4, steps=64))
   monkeypatch.setattr(scaling, "SCHEMES", {k: scaling.SCHEMES[k] for k in ("algorithm1", "xpo")})
@@ -77,7 +72,7 @@ def test_scaling_section_on_a_tiny_row(ctx, monkeypatch):
 
 
 def test_linear_sections_verdicts_of_known_runs():
-  from reproduction import linear
+  from benchmarks.reproduction import linear
   T = 20                                       # the last 10%: 2 steps
   learned = np.tile(np.r_[1.0, np.full(T - 1, 0.2)], (4, 1))
   stuck = np.tile(np.r_[1.0, np.full(T - 1, 1.5)], (4, 1))

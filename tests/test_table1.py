@@ -1,9 +1,10 @@
-"""One small end-to-end run of the Tables 1–2 protocol (benchmarks/table1.py) on mushroom."""
-import importlib.util
+"""One small end-to-end run of the Tables 1–2 protocol (benchmarks/reproduction/table1.py) on mushroom."""
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from benchmarks.reproduction import table1
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "datasets"
@@ -12,9 +13,6 @@ SHARED = ROOT.parent / "shared" / "datasets"
 @pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "mushroom.csv.gz").is_file(), reason=f"no data at {SHARED}")
 def test_protocol_on_mushroom(tmp_path):
-  spec = importlib.util.spec_from_file_location("table1", ROOT / "benchmarks" / "table1.py")
-  table1 = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(table1)
   out = tmp_path / "t.md"
   text = table1.main(["--steps", "40", "--seeds", "2", "--datasets", "mushroom", "--algorithms",
                       "lin_rbmle", "neural_ucb", "bootstrapped_nn", "--nu", "1", "0.001",
@@ -38,9 +36,6 @@ def test_protocol_on_mushroom(tmp_path):
 
 
 def test_kendall_tau_and_its_interval(tmp_path):
-  spec = importlib.util.spec_from_file_location("table1", ROOT / "benchmarks" / "table1.py")
-  table1 = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(table1)
   args = table1.parse(["--algorithms", "rbmle_ga", "neural_ucb", "lin_rbmle"])
   col = table1.DATASETS.index("mushroom")     # the paper: GA 313.1 < UCB 583.8 < LinRBMLE 656.0
   same = {("mushroom", n): {"finals": np.array([v, v])}
@@ -60,9 +55,6 @@ def test_kendall_tau_and_its_interval(tmp_path):
 
 
 def test_nu_is_tuned_on_seeds_other_than_the_reported_ones():
-  spec = importlib.util.spec_from_file_location("table1", ROOT / "benchmarks" / "table1.py")
-  table1 = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(table1)
   # ν 0 is best on the two tuning seeds, ν 1 on the two reported ones
   final = np.array([[1.0, 1.0, 9.0, 9.0], [5.0, 5.0, 2.0, 2.0]])
   best, finals = table1.pick(final, 2)
@@ -74,9 +66,6 @@ def test_nu_is_tuned_on_seeds_other_than_the_reported_ones():
 
 
 def test_estimate_times_each_procedure_at_its_cost_models_history():
-  spec = importlib.util.spec_from_file_location("table1", ROOT / "benchmarks" / "table1.py")
-  table1 = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(table1)
   rounds = 3                                     # --estimate-rounds: timed after a warm-up
   steps = table1.parse(["--estimate-rounds", str(rounds)])
   assert table1.model(steps, 8000) == (4000, 8000)             # O(t) rounds: the mean at T/2

@@ -3,7 +3,7 @@ the outcomes of a run beside the propositions' event.
 
 A section is a module of this package with a `TITLE`, and `run(ctx) -> (markdown, finding)`:
 the markdown starts with "## TITLE", the finding is one sentence for the report's list.
-`benchmarks/reproduce.py` runs sections and assembles REPRODUCTION.md from their outputs.
+`benchmarks/reproduction/reproduce.py` runs sections and assembles REPRODUCTION.md from their outputs.
 """
 from __future__ import annotations
 

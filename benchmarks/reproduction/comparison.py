@@ -5,7 +5,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-from reproduction.common import AGENTS, Context, png
+from benchmarks.reproduction.common import AGENTS, Context, png
 
 from rbx import demo, rlhf
 from rbx.core import plots

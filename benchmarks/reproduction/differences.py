@@ -1,9 +1,8 @@
 """Where the run differs from the papers, and why (no computation: the other sections' sizes)."""
 from __future__ import annotations
 
-import table1
-from reproduction import exponents, tables, timing
-from reproduction.common import Context
+from benchmarks.reproduction import exponents, table1, tables, timing
+from benchmarks.reproduction.common import Context
 
 
 def run(ctx: Context) -> tuple[str, None]:

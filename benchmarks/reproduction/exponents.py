@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import jax
 import numpy as np
-from reproduction.common import Context, png
+from benchmarks.reproduction.common import Context, png
 
 from rbx import report, rlhf, schedules
 from rbx.core import plots

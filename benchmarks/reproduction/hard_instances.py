@@ -6,7 +6,7 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 from matplotlib.figure import Figure
-from reproduction.common import Context, save
+from benchmarks.reproduction.common import Context, save
 
 from rbx import rlhf, schedules
 from rbx.core import results as results_lib

@@ -5,7 +5,7 @@ import dataclasses
 
 import numpy as np
 from matplotlib.figure import Figure
-from reproduction.common import (OUTCOME_COLUMNS, OUTCOMES_TEXT, PROP1_BOUND, PROP2_BOUND,
+from benchmarks.reproduction.common import (OUTCOME_COLUMNS, OUTCOMES_TEXT, PROP1_BOUND, PROP2_BOUND,
                                  Context, outcome_cells, outcomes, save)
 
 from rbx import rlhf

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 from matplotlib.figure import Figure
 
-from reproduction.common import Context
+from benchmarks.reproduction.common import Context
 
 from rbx import rlhf
 
@@ -167,8 +167,8 @@ def run(ctx: Context) -> tuple[str, str]:
            f"d ∈ {list(scale.dims)}"
            + (f" ({list(scale.dims_largest)} at the largest |X|)" if scale.dims_largest else "")
            + f", A = {A}, T = {T}, {scale.seeds} seeds ({scale.seeds_largest} at the largest |X|)"
-           + ("." if full else "; the issue's full scale (|X| up to 10,000, d ∈ {4, 16}, T = "
-              "1,000, 256 seeds, 64 at 10,000) is `python benchmarks/reproduce.py --full "
+           + ("." if full else "; the full scale (|X| up to 10,000, d ∈ {4, 16}, T = "
+              "1,000, 256 seeds, 64 at 10,000) is `python -m benchmarks.reproduction.reproduce --full "
               "--only linear`."),
            "",
            f"Instances: `rlhf.random_contextual(key(0), |X|, {A}, d, β = {BETA:g}, r_max = "

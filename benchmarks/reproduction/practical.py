@@ -6,7 +6,7 @@ import sys
 
 import jax
 import numpy as np
-from reproduction.common import Context, wilson
+from benchmarks.reproduction.common import Context, wilson
 
 from rbx import rlhf
 from rbx.core import results as results_lib

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from matplotlib.figure import Figure
-from reproduction.common import Context, save
+from benchmarks.reproduction.common import Context, save
 
 from rbx import rlhf, schedules
 

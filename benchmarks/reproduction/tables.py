@@ -4,15 +4,15 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import table1
 from matplotlib.figure import Figure
-from reproduction.common import Context, save
+from benchmarks.reproduction import table1
+from benchmarks.reproduction.common import Context, save
 
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:
   """This section's sizes at one scale."""
-  table_argv: tuple[str, ...]   # benchmarks/table1.py options
+  table_argv: tuple[str, ...]   # benchmarks/reproduction/table1.py options
 
 
 QUICK = Sizes(
@@ -24,14 +24,14 @@ FULL = Sizes(table_argv=("--likelihoods", "--alpha-exponents", "0", "0.25", "0.5
 
 
 def run(ctx: Context) -> tuple[str, str]:
-  """The Tables 1-2 protocol and section 6's variants via benchmarks/table1.py."""
+  """The Tables 1-2 protocol and section 6's variants via benchmarks/reproduction/table1.py."""
   scale, figdir = (FULL if ctx.full else QUICK), ctx.figdir
   data_dir = ctx.data_dir
   argv = list(scale.table_argv) + ([] if data_dir is None else ["--data-dir", data_dir])
   args = table1.parse(argv)
   tables_text, results = table1.table(args)
   text = ("## NeuralRBMLE: the Tables 1–2 protocol, likelihoods, α(t) ablation\n\n"
-          f"`benchmarks/table1.py {' '.join(argv)}` (its functions, in this run).\n\n"
+          f"`benchmarks/reproduction/table1.py {' '.join(argv)}` (its functions, in this run).\n\n"
           + tables_text)
   fig = Figure(figsize=(7, 4))
   ax = fig.subplots()

@@ -5,9 +5,8 @@ import dataclasses
 import subprocess
 import types
 
-import neural_step_time
-import z_time
-from reproduction.common import Context
+from benchmarks.reproduction.common import Context
+from benchmarks.throughput import neural_step_time, table3_timing
 
 from rbx import neural
 
@@ -43,11 +42,11 @@ def run(ctx: Context) -> tuple[str, str]:
            "(`neural_step_time.time_rbx`: the sweep driver's own program, which runs the step "
            "under a vmap over grid points and a map over seeds; until issue 28's fix that vmap "
            "turned the exact Z⁻¹'s block slices into gathers and scatters over the p × p matrix, "
-           "several times the step's own cost: `benchmarks/z_copy.py`). t_Z, as the paper "
+           "several times the step's own cost: `benchmarks/profiles/exact_z_round_profile.py`). t_Z, as the paper "
            "reports it: the Z⁻¹ work of a round alone — the K products Z⁻¹ g_a and the update "
            "of Z⁻¹ by the g of the arm they select, from gradients already computed — jitted "
            "on its own, median of 3 "
-           "(`z_time.measure`; it does not depend on t). rbx never inverts Z: the exact Z⁻¹ is "
+           "(`table3_timing.measure`; it does not depend on t). rbx never inverts Z: the exact Z⁻¹ is "
            "kept by Sherman–Morrison updates. The PyTorch reference "
            "(`neural_torch_reference.py`: dense d'K contexts, one backward pass per arm, an "
            "explicit Z⁻¹ update) runs the same settings in its own process, timed the same "
@@ -65,7 +64,7 @@ def run(ctx: Context) -> tuple[str, str]:
     base, extra = name.removesuffix("_exact"), {}
     if base != "rbmle_ga":
       extra["precision"] = "exact" if name.endswith("_exact") else "diag"
-    t_z = t_zs[name] = z_time.measure(env, base, extra, args.width, args.train_steps, 1,
+    t_z = t_zs[name] = table3_timing.measure(env, base, extra, args.width, args.train_steps, 1,
                                       capacity, 3, step=False)[1]
     for t in scale.timing_history:
       sec = neural_step_time.time_rbx(env, agent, history=t, capacity=capacity, seeds=1,

@@ -10,7 +10,7 @@ of w bytes — the carried state (`rbx.core.sweep.state_bytes`) plus what a step
 it (`Family.step_bytes`, e.g. rlhf's solver arrays) — the batch is the largest b with
 b·w ≤ `FRACTION`·F, at most the device's ⌈seeds/devices⌉ seeds and at least 1. A batch
 that small leaves the device idle (on one H200, Algorithm 1 at A = 10 ran 11.8× faster with
-all 4,096 seeds in one batch than with 64; benchmarks/gpu.py). An accelerator without
+all 4,096 seeds in one batch than with 64; benchmarks/throughput/gpu.py). An accelerator without
 `memory_stats` gets `FALLBACK`.
 """
 from __future__ import annotations

@@ -95,7 +95,7 @@ def default_compute(kind: str) -> Compute:
   docs/algorithms.md, "Products"; "tf32" computes float32 there). An accelerator: "blocks" and
   "tf32", the precision JAX's own default gives float32 products on recent GPUs (its "Matmul
   precision" docs) and so what rbx ran at there before these options; "dense" and "bf16" are
-  for benchmarks/gpu.py to measure there first.
+  for benchmarks/throughput/gpu.py to measure there first.
   """
   return Compute() if kind == "cpu" else Compute(matmul_precision="tf32")
 

@@ -114,7 +114,7 @@ def _one_at_a_time(prec: Precision) -> Precision:
   (`jax.custom_batching.sequential_vmap`) instead of vectorising. Vectorised, the slices of Z⁻¹
   at an arm's data-dependent block become gathers and scatters over the batched p × p matrix,
   which XLA:CPU runs several times slower than the slices — also under a vmap of one, such as
-  the sweep driver's grid axis (issue 28: `python benchmarks/z_copy.py` times both). On an
+  the sweep driver's grid axis (`python -m benchmarks.profiles.exact_z_round_profile` times both). On an
   accelerator they stay vectorised (not measured there)."""
   def on_cpu(f, mapped):
     return lambda *args: (mapped if jax.default_backend() == "cpu" else f)(*args)

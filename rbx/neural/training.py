@@ -13,7 +13,7 @@ that Theorems 1–2 ask of η), or on (10)/(12) as written (`scaling="sum"`: ste
 Algorithm 1 line 6 read literally). Appendix F's "learning rate η = 0.001" with "J = 100 as
 the maximum number of steps" does not say which: its baselines come from the public NeuralTS
 code, whose per-sample SGD passes (one step per stored row) act like steps on the sum. The mean
-keeps one η stable at every t and is the default; `benchmarks/step_size.py` runs both
+keeps one η stable at every t and is the default; `benchmarks/accuracy/step_size.py` runs both
 (docs/algorithms.md has the figures). With
 `batch_size=None` each step is full batch over the stored rows: the buffer's used tiles
 only, so a round costs O(t), not O(capacity). With `batch_size=B` each step instead draws
@@ -63,7 +63,7 @@ public code's is torch's two-layer net with biases (`network="torch"`), ours by 
 m = 100 on Mushroom). One per-row step multiplies that row's f − r by about 1 − 2η‖g‖², which
 at lr 10⁻² and m = 100 on the paper's network (‖g‖² ≈ 170–220) overshoots every row; whether
 the overshoots compound depends on how much the rows' gradients overlap, i.e. on the data.
-`benchmarks/per_row_lr.py` (one round, 20 rows, m = 100, η = 10⁻²): NaN on random unit-norm
+`benchmarks/accuracy/per_row_sgd_divergence.py` (one round, 20 rows, m = 100, η = 10⁻²): NaN on random unit-norm
 rows in d = 5, finite (max |θ| < 1) in d = 20 and on Mushroom rows (one-hot or ordinal,
 K = 2); the torch network (‖g‖² ≈ 1.4–8) stayed finite on all four. So lr 10⁻² with the
 paper's network is safe only on data like Mushroom's; η < 1/(2m) is safe everywhere.

@@ -24,7 +24,7 @@ with the full `solver` at the sampled prompt and at `full_solves` others in rota
 previous maximiser r^(t) is not a near-solution, though: the bonus J*(r; π_{r^(t)}) is convex
 with its minimum at r^(t) (its gradient π_r − π_cal vanishes there), so the new maximum lies
 away from it and can hop between basins from step to step. Fewer starts or iterations there
-change Algorithm 1's trajectories, most at small β; `python benchmarks/solver_accuracy.py
+change Algorithm 1's trajectories, most at small β; `python -m benchmarks.accuracy.solver_accuracy
 --prompts 20` measures the misses and the regret beside the full re-solve.
 
 Policies are kept as log-probabilities so that probabilities like e^(−r_max/β) survive. The

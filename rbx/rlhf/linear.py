@@ -37,7 +37,7 @@ across rounds (one comparison a round moves it little): the previous round's 3 d
 points are refined again, and one new candidate. Along the agents' trajectories it ends no
 further below a thorough solve (16 starts, 12 iterations) than the settings before it (4
 starts, 3 DC steps and 3 on F, from the centre, the warm start and 2 rays); with 6 steps on F
-about 2.7× closer (`benchmarks/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a
+about 2.7× closer (`benchmarks/accuracy/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a
 start far from its basin's maximum; a tracked start is near one, and there they spend
 iterations without F's slope.
 
@@ -54,8 +54,8 @@ point's r = φθ, recomputed: one product reads φ once for all the points of a 
 selecting and adding the kept direction reads three (A, X) arrays per point),
 1 + 2·`line_search` exponential passes and the d × d Laplacian Zᵀ diag(σσ′) Z (n·d²):
 O(starts × iterations × (|X|·A·d + n·d²)). Sums over a prompt's A actions are written as A
-elementwise sums, not a reduction: on CPU, XLA 0.10 hands a reduction to YNNPACK, which ran
-them about 2× slower than the one fused loop the sums become (`benchmarks/linear_profile.py`,
+elementwise sums, not a reduction: on CPU, XLA fuses the sums with the exponentials into one
+loop, where it hands a reduction to YNNPACK, about 2× slower (`benchmarks/profiles/linear_profile.py`,
 benchmarks/README.md). The rays' rewards, gauges and log-sum-exps depend on the task alone
 (φ, π_ref, ρ, β, r_max), so a vmapped batch of seeds sharing the task computes them once (at
 compile time when the task is a constant); only their ℓ and linear terms are per seed. The data
@@ -80,8 +80,8 @@ import numpy as np
 
 from rbx.rlhf.solver import SolverConfig, truncated_cg
 
-# The linear agents' default settings (module docstring): `python benchmarks/linear_throughput.py`
-# measures their speed, `python benchmarks/linear_accuracy.py` their accuracy along the agents'
+# The linear agents' default settings (module docstring): `python -m benchmarks.throughput.linear_throughput`
+# measures their speed, `python -m benchmarks.accuracy.linear_accuracy` their accuracy along the agents'
 # trajectories, tests/rlhf/test_linear.py the search's against brute force.
 LINEAR_SOLVER = SolverConfig(iterations=3, dc_iterations=0, starts=4, line_search=2,
                              cg_iterations=4)
@@ -262,7 +262,7 @@ class _Search(NamedTuple):
     """Σ_a π_ref(a|x) e^{c (r(x, a) − hi(x))/β}, (X,), the log-sum-exp's sum at c·r (c: a
     retraction's factor): one pass of |X|·A exponentials. Written as a sum of A rows, which
     XLA on CPU fuses with the exponentials into one loop; as a reduction over the leading axis
-    it went to YNNPACK, about 2× slower (module docstring)."""
+    it would go to YNNPACK, about 2× slower (module docstring)."""
     return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + c * (r[a] - hi) / self.beta)
                                       for a in range(r.shape[0])])
 

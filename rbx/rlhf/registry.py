@@ -81,7 +81,7 @@ def cpu_seed_batch(env) -> int:
   per (A, A) array, near the CPU's caches: 64 seeds ran Algorithm 1 at 0.45× the rate of 1–4
   at A = 200 and 0.8× that of 1–16 at A = 50 (which are within their spread of each other);
   at A ≤ 10 on one prompt 64 is within 5% of the best
-  (`python benchmarks/solver_profile.py --seed-batch`, table 6; benchmarks/README.md)."""
+  (`python -m benchmarks.profiles.solver_profile --seed-batch`, table 6; benchmarks/README.md)."""
   per_seed = env.num_prompts * env.num_actions ** 2
   return 1 << max(0, min(6, (2 ** 16 // per_seed).bit_length() - 1))
 

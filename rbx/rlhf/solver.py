@@ -20,9 +20,9 @@ Method (fixed iteration counts, so it jits and vmaps):
    F at the vertex, and a relaxed score that charges each comparison the vertex contradicts
    (a low action's win over a high one) log σ(0) instead of log σ(−r_max) — the refinement can
    level a few such pairs, so with sparse data a vertex that few comparisons contradict heads a
-   basin far above F at the vertex, which F alone ranks low (`screen="value"`, the screen of
-   earlier releases: along Algorithm 1's trajectories at A = 50, β = 0.1 it missed the
-   maximum of every candidate's refinement in most steps; `benchmarks/solver_accuracy.py`
+   basin far above F at the vertex, which F alone ranks low (`screen="value"`, F alone, misses
+   along Algorithm 1's trajectories at A = 50, β = 0.1 the maximum of every candidate's
+   refinement in most steps; `benchmarks/accuracy/solver_accuracy.py`
    and `tests/rlhf/test_solver.py::test_the_relaxed_screen_finds_the_basins_of_sparse_data`).
    Optionally only the best `keep` starts by F are refined after `prune_after` iterations:
    faster, but on the tests' random instances keeping fewer than all 16 vertex starts of
@@ -38,10 +38,10 @@ Method (fixed iteration counts, so it jits and vmaps):
    free coordinates the direction tried is the Newton direction of ℓ + linear term (the DC
    step; on F with the linear term α ∇J*(r) of the current point: a Newton step whose Hessian
    leaves out ∇²(α J*)), and on F also the gradient scaled to the box, each at the step sizes
-   `shrink`^0, …, `shrink`^(`line_search`−1). Until 2026-12-03 every step also tried the
-   scaled gradient, and steps on F the Newton direction of F itself (quadratic convergence
-   near a strict local maximum; truncated at negative curvature; a second Newton system a
-   step); both remain options (`dc_gradient`, `newton_f`). Without them Algorithm 1 runs
+   `shrink`^0, …, `shrink`^(`line_search`−1). Two more directions are options: the scaled
+   gradient in every step (`dc_gradient`) and, in steps on F, F's own Newton direction
+   (`newton_f`: quadratic convergence near a strict local maximum; truncated at negative
+   curvature; a second Newton system a step). Without them, the default, Algorithm 1 runs
    1.4–1.5× faster at A = 10 and 50 and along its trajectories misses the global maximum by
    > 1e-3 no more often, by > 1e-5 somewhat more often (the last digits converge linearly;
    benchmarks/README.md, "Accuracy"). Newton systems are solved
@@ -52,7 +52,7 @@ Method (fixed iteration counts, so it jits and vmaps):
    CPU devices at once. ℓ, ∇ℓ and the Laplacian are dense over the (A, A) pairs, O(A²) a
    step; for r_max ≤ 88 their A² terms e^(r_b − r_a) are ratios of the A numbers
    e^(r − r_max/2) (`_Problem.ratios`: A exponentials, not A²; an ascent step at A = 10
-   takes half the time, `python benchmarks/solver_profile.py`, table 1). The best trial point
+   takes half the time, `python -m benchmarks.profiles.solver_profile`, table 1). The best trial point
    (including the current one) is kept, so the ranked function never decreases.
 3. The best refined point is returned.
 
@@ -99,13 +99,12 @@ class SolverConfig(NamedTuple):
   direction to the DC steps. The defaults reach the brute-force maximum to 1e-3
   on the tests' random instances; lowering `starts` to 8 for A ≤ 4 does not (it drops vertex
   basins), nor does `dc_iterations=0` (see step 2). Two step sizes and four CG steps (the
-  defaults since 3 step sizes and exact CG) miss the global maximum by > 1e-3 no more often on
-  the accuracy benchmark and along Algorithm 1's trajectories (benchmarks/solver_accuracy.py),
+  defaults) miss the global maximum by > 1e-3 no more often than 3 and exact CG on
+  the accuracy benchmark and along Algorithm 1's trajectories (benchmarks/accuracy/solver_accuracy.py),
   at 1.3× the speed; refining fewer starts (`keep`) misses more. `screen` ∈ `SCREENS`: how
   step 1 ranks the vertices, "both" (F and the relaxed score) or "value" (F alone).
   `newton_f`: steps on F also try F's own Newton direction; `dc_gradient`: DC steps also try
-  the scaled gradient (step 2 of the module docstring; both the defaults until 2026-12-03:
-  more precise last digits, slower).
+  the scaled gradient (step 2 of the module docstring: more precise last digits, slower).
   """
   iterations: int = 10
   dc_iterations: int = 4
@@ -309,7 +308,7 @@ class _Problem(NamedTuple):
   def ratios(self, r):
     """v_ab = e^(r_b − r_a) for r in the box, shape (A, A), from A exponentials: u_b / u_a with
     u = e^(r − r_max/2) — exact to rounding, and finite, for r_max ≤ `_RATIO_RANGE`, where the
-    dense e^(r_b − r_a) costs A² (`python benchmarks/solver_profile.py`, tables 1–2).
+    dense e^(r_b − r_a) costs A² (`python -m benchmarks.profiles.solver_profile`, tables 1–2).
     log σ(r_a − r_b) = −log1p(v_ab), σ(r_a − r_b) = 1/(1 + v_ab)."""
     u = jnp.exp(r - 0.5 * self.r_max)
     return (1.0 / u)[:, None] * u[None, :]
@@ -349,7 +348,7 @@ class _Problem(NamedTuple):
     the Laplacian of the comparison graph, shape (A, A); in closed form over the dense (A, A)
     pairs, O(A²), σ from `ratios` for r_max ≤ `_RATIO_RANGE` (cheaper than autodiff). Row
     sums are products with a ones vector: on XLA:CPU about 6× faster than `jnp.sum` over the
-    last axis on these small batched matrices (`python benchmarks/solver_profile.py`, table
+    last axis on these small batched matrices (`python -m benchmarks.profiles.solver_profile`, table
     2)."""
     A = r.shape[0]
     ones = jnp.ones(A, r.dtype)
@@ -417,7 +416,7 @@ def _ascent_step(r, value, problem, r_max, config, slope=None):
 # From this many actions on, starts and trial points are mapped one after another (the seeds
 # of a batch still vmapped) instead of vmapped: each holds (A, A) temporaries, and vmapping
 # 16 starts × 5–7 trial points × the seeds of a batch leaves the CPU's caches (at A = 1000 it
-# exhausted the host's memory). `python benchmarks/solver_profile.py` (table 3, Algorithm 1
+# exhausted the host's memory). `python -m benchmarks.profiles.solver_profile` (table 3, Algorithm 1
 # sweeps on one device), mapped against vmapped: A = 200 4.8× faster; A = 3, 10, 50 0.34×,
 # 0.73×, 0.75× (slower).
 _SEQUENTIAL_FROM = 128

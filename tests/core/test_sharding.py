@@ -55,7 +55,7 @@ def test_two_and_four_devices_give_the_same_results_with_the_same_batches():
   # 2 devices, 1 on 4. (One device against two differs here by float32 rounding.) The child
   # keeps LLVM's default level: with the suite's level 0 and element emitters together
   # (conftest) two and four devices differ by 3.7e-4 here; with either flag alone, as with
-  # XLA's defaults, they agree (benchmarks/xla_flags.py).
+  # XLA's defaults, they agree (benchmarks/profiles/xla_flags.py).
   script = textwrap.dedent("""
       import jax
       import numpy as np

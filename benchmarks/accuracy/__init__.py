@@ -1,0 +1,1 @@
+"""How close rbx's solves and numerics come to a reference, and what a setting costs in regret."""

@@ -1,0 +1,1 @@
+"""Seed-steps/s, step and compile times, load times: how fast rbx runs."""
