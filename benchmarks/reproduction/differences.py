@@ -29,7 +29,7 @@ def run(ctx: Context) -> tuple[str, None]:
       f"per agent at t ∈ "
       f"{{{', '.join(map(str, tm.timing_history))}}} (the paper averages over its run), on "
       f"this machine rather than the paper's GPU.",
-      "* **Data.** MNIST is `mnist5k` (its first 5,000 rows) in `../shared/datasets`; the "
+      "* **Data.** MNIST is `mnist5k` (its first 5,000 rows; docs/data.md, the data directory); the "
       "other five sets are the paper's in full. Table 3 uses synthetic data of Covertype's "
       "shape (54 features, 7 classes), as only the shape matters for time.",
       "* **Regret growth.** R(t) is fitted at horizons up to T = "

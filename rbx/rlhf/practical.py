@@ -54,26 +54,19 @@ hold for it unchanged). It keeps every gradient, unlike a floor max(r, max r −
 zeroes the clipped entries' and stalls; but the box is open, so with λ = 0 an optimum on its
 boundary (where the exact step's usually lies) is reached only as θ → ∞.
 
-**Why λ > 0 by default.** Measured on `random_contextual(key(7), 300 prompts, 8 answers,
-d = 6, β = 0.5, r_max = 4)` with the log-linear policy (16 seeds, T = 300): with λ = 0 one
-comparison is separable data, so its DPO loss has no minimiser and 20 Adam steps (each
-≈ learning rate per coordinate, whatever the gradient's size) take ‖θ‖ from 0 to 3.8
-(‖θ*‖ = 1.46) in a direction unrelated to θ*; π^(t) then puts ≈ 0.9 on one answer per prompt,
-on-policy pairs are ties (a1 = a2, no information) 80–95% of the time, the few comparisons
-stay separable and ‖θ‖ grows to ≈ 95 by t = 300: online DPO, VPO and Algorithm 1 end ≈ 4×
-farther from π* than π_ref is (regret 1.04–1.13 per step against 0.27 at t = 1). Only XPO
-learned (its a2 ∼ π_ref keeps the pairs distinct and the data non-separable). With λ = 1
-(the prior of `random_contextual`'s θ* ∼ N(0, I), before scaling) ‖θ‖ stays near ‖θ*‖ and
-all four learn (0.05–0.08 over the last 50 rounds). The same term fixes a stationary start:
-the bonus is stationary at θ^(t) (∇_r J*(r; π^(t)) = π_r − π^(t) = 0 at r = r^(t)), so after a
-tie at t = 1 Algorithm 1's exact-bonus loss has zero gradient at its start, a maximum in the
-bonus's directions, and Adam rescaled rounding noise (|∇| ≈ 1e-9) into full steps (π^(2) a
-point mass); with λ above the bonus's curvature there — α_t β λ_max(diag π^(t) − π^(t)π^(t)ᵀ)
-≤ α_t β/2 for the tabular policy, (α_t/β) λ_max(E_w Cov_{π^(t)} φ) for the log-linear one —
-the start is a strict minimum and π^(2) = π^(1). Larger α_t (e.g. Proposition 3's schedule)
-make it a saddle again, as the exact step's optimum then lies far from r^(t).
+**Why λ > 0 by default.** With λ = 0 a single comparison is separable data: its DPO loss has
+no minimiser, so a fixed number of optimiser steps moves θ by learning rate × steps in a
+direction the data do not set; on-policy pairs then become ties (a1 = a2, no information) and
+the data stay separable, so online DPO, VPO and Algorithm 1 can drift away from π* while XPO
+(a2 ∼ π_ref keeps the pairs distinct) learns. λ = 1 is the prior of `random_contextual`'s
+θ* ∼ N(0, I). The term also makes a stationary start a strict minimum: the bonus is stationary
+at θ^(t) (∇_r J*(r; π^(t)) = π_r − π^(t) = 0 at r = r^(t)), and with λ above the bonus's
+curvature there — α_t β λ_max(diag π^(t) − π^(t)π^(t)ᵀ) ≤ α_t β/2 for the tabular policy,
+(α_t/β) λ_max(E_w Cov_{π^(t)} φ) for the log-linear one — π^(2) = π^(1) after a tie at t = 1
+(larger α_t, e.g. Proposition 3's schedule, make it a saddle again). The measured effect of
+λ, seed by seed: docs/practical_rlhf.md.
 
-**The schemes** (the answers as in `rbx.rlhf.agents`):
+**The schemes** (`rbx.rlhf.schemes`, with what each is in practice):
 
 ================  ===========  ===========  ===================  ========================
 agent             a1 ~         a2 ~         π_cal                = in practice
