@@ -1,5 +1,6 @@
 """The notebooks run top to bottom at their smallest scale, and are stored without outputs."""
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,9 @@ def test_runs_top_to_bottom(path, monkeypatch):
   # which the rlhf and neural tests check. (Notebook 01: 200 s at SCALE = 1, 163 s at 0.1, side by
   # side on a loaded 2-core machine; compiling, not running, is most of it.)
   monkeypatch.setenv("RBX_NOTEBOOK_SCALE", "0.1")
+  shared = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+  if shared.is_dir() and "RBX_DATA_DIR" not in os.environ:   # the real data sets, where present
+    monkeypatch.setenv("RBX_DATA_DIR", str(shared))
   nb = nbformat.read(path, as_version=4)
   client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                    resources={"metadata": {"path": str(path.parent)}})
