@@ -7,7 +7,8 @@ that leaves the caches runs slower per seed-step, not faster.
 On an accelerator memory decides: with F free bytes on the device (`memory_stats()`
 bytes_limit − bytes_in_use, `rbx.core.memory.device_available`) and a per-seed working set
 of w bytes — the carried state (`rbx.core.sweep.state_bytes`) plus what a step holds beyond
-it (`Family.step_bytes`, e.g. rlhf's solver arrays) — the batch is the largest b with
+it (`Family.step_bytes`, e.g. rlhf's solver arrays), times the G numeric grid points that a
+batch steps at once — the batch is the largest b with
 b·w ≤ `FRACTION`·F, at most the device's ⌈seeds/devices⌉ seeds and at least 1. A batch
 that small leaves the device idle (on one H200, Algorithm 1 at A = 10 ran 11.8× faster with
 all 4,096 seeds in one batch than with 64; benchmarks/throughput/gpu.py). An accelerator without

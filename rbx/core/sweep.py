@@ -153,8 +153,9 @@ def _seed_batch(plan: driver.Sweep, family: registry.Family | None, envs, num_se
   used = _used(mesh)
   free, _ = memory.device_available(used)
   per_device = math.ceil(math.ceil(num_seeds / jax.process_count()) / len(used))
-  return batching.choose(used[0].platform, free, family.working_set(envs, state), per_device,
-                         family.cpu_choice(envs))
+  # a batch steps its seeds at every numeric grid point at once (they are vmapped together)
+  per_seed = family.working_set(envs, state) * plan.grid.num_points
+  return batching.choose(used[0].platform, free, per_seed, per_device, family.cpu_choice(envs))
 
 
 def _used(mesh) -> list:
