@@ -36,7 +36,8 @@ import table1  # noqa: E402
 from covertype_like import covertype_like  # noqa: E402
 from neural_step_time import time_rbx, time_torch  # noqa: E402
 
-from rbx import demo, neural, rlhf  # noqa: E402
+from rbx import neural, rlhf  # noqa: E402
+from rbx.runs import demo  # noqa: E402
 from rbx.rlhf import registry as rlhf_registry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
