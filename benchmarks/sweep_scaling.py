@@ -31,8 +31,7 @@ import jax
 
 import rbx
 import rbx.core.sweep
-from rbx.runs import config
-from rbx.runs import checkpoint
+from rbx.runs import checkpoint, config
 
 RLHF = """
 family = "rlhf"
