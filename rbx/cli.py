@@ -2,14 +2,12 @@
 seeds, plot, report, data.
 
 Each subcommand is added by a `register(subparsers)` function that sets `handler`, the
-function `main` calls with the parsed arguments; `rbx data` comes from `rbx/data/cli.py`.
+function `main` calls with the parsed arguments.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-
-from rbx.data import cli as data_cli
 
 EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
 
@@ -43,13 +41,13 @@ def main(argv=None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
   """The `rbx` argument parser with every subcommand registered."""
-  from rbx import __version__
+  from rbx._version import __version__
   parser = argparse.ArgumentParser(prog="rbx", description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--version", action="version", version=f"rbx {__version__}")
   sub = parser.add_subparsers(dest="command", metavar="COMMAND")
   for register in (register_demo, register_run, register_merge, register_plot, register_report,
-                   register_keys, data_cli.register):
+                   register_keys, register_data):
     register(sub)
   return parser
 
@@ -57,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def register_demo(subparsers) -> None:
   """Adds `rbx demo [--seeds N] [--steps T] [--alpha A] [--no-progress]`."""
   demo = subparsers.add_parser("demo", help="the RLHF paper's Examples 1-2 with Algorithm 1, VPO, XPO")
-  from rbx import demo as demo_lib
+  from rbx.runs import demo as demo_lib
   demo.add_argument("--seeds", type=_positive_int, default=demo_lib.SEEDS,
                     help=f"number of seeds (default {demo_lib.SEEDS})")
   demo.add_argument("--steps", type=_positive_int, default=demo_lib.STEPS,
@@ -129,7 +127,7 @@ def register_keys(subparsers) -> None:
 
 
 def _keys(args) -> int:
-  from rbx import config_keys
+  from rbx.runs import config_keys
   print(config_keys.reference(), end="")
   return 0
 
@@ -160,8 +158,37 @@ def register_report(subparsers) -> None:
   p.set_defaults(handler=_report)
 
 
+def register_data(subparsers) -> None:
+  """Adds `rbx data download NAME... [--data-dir DIR]`."""
+  from rbx.data import loader, openml
+  data = subparsers.add_parser("data", help="data sets for the neural-bandit benchmarks")
+  sub = data.add_subparsers(dest="data_command", required=True)
+  dl = sub.add_parser("download", help="fetch data sets from OpenML into the data directory",
+                      description=f"Fetches {', '.join(openml.DATASETS)} from OpenML, checks the"
+                      " MD5 checksum OpenML publishes and writes NAME.csv.gz atomically into the"
+                      f" data directory (--data-dir, else ${loader.ENV_VAR}, else"
+                      " $XDG_CACHE_HOME/rbx/datasets or ~/.cache/rbx/datasets).")
+  dl.add_argument("names", nargs="+", metavar="NAME", help=f"one of {', '.join(openml.DATASETS)}")
+  dl.add_argument("--data-dir", default=None, help="the data directory")
+  dl.set_defaults(handler=_download)
+
+
+def _download(args) -> int:
+  """Downloads every named data set; prints the file and its shape, or the error (exit 2)."""
+  from rbx.data import loader, openml
+  for name in args.names:
+    try:
+      path = openml.download(name, args.data_dir)
+      ds = loader.load(path)
+    except (openml.DownloadError, ValueError, OSError) as e:
+      return _fail("data download", e)
+    print(f"{path}: {ds.features.shape[0]} rows, {ds.features.shape[1]} features after"
+          f" preprocessing, {ds.num_classes} classes")
+  return 0
+
+
 def _demo(args) -> int:
-  from rbx import demo as demo_lib
+  from rbx.runs import demo as demo_lib
   compile_cache(not args.no_compile_cache)
   try:
     demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha, progress=_progress(args))
@@ -178,9 +205,9 @@ def _run(args) -> int:
                       "--set, --import, --overwrite")
   import jax
   compile_cache(not args.no_compile_cache)
-  from rbx import config as config_lib
-  from rbx import experiment
-  from rbx.core import checkpoint, devices
+  from rbx.core import devices
+  from rbx.runs import checkpoint, experiment
+  from rbx.runs import config as config_lib
   directory = args.resume                   # the run's, once its config is read
   try:
     if args.distributed or args.coordinator:
@@ -210,7 +237,7 @@ def _run(args) -> int:
 
 
 def _merge(args) -> int:
-  from rbx import experiment
+  from rbx.runs import experiment
   try:
     experiment.merge(args.dirs, args.out)
   except (ValueError, OSError) as e:
@@ -222,7 +249,7 @@ def _merge(args) -> int:
 def _print_summary(directory) -> None:
   """Prints the first section of the run's report (R(T) per grid point with its 95% CI),
   without writing the report or its plots."""
-  from rbx import report
+  from rbx.runs import report
   res = report.load(directory)
   text = report.markdown(res, {}, report.reference_exponent(res))
   section = text.split("\n## ", 2)[1].rstrip("\n")
@@ -294,8 +321,8 @@ def _add_log(parser) -> None:
 
 
 def _plot(args) -> int:
-  from rbx import report
-  from rbx.core import checkpoint, plots
+  from rbx.core import plots
+  from rbx.runs import checkpoint, report
   try:
     res = report.load(args.dir)
     out = report.writable(args.out or f"{args.dir}/plots", suggest_out=args.out is None)
@@ -308,8 +335,7 @@ def _plot(args) -> int:
 
 
 def _report(args) -> int:
-  from rbx import report
-  from rbx.core import checkpoint
+  from rbx.runs import checkpoint, report
   try:
     print(report.write(args.dir, args.out, args.log))
   except (ValueError, OSError, checkpoint.CheckpointError) as e:

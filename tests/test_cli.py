@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import rbx
-from rbx import cli, data, experiment, rlhf
+from rbx import cli, data, rlhf
 from rbx.core import progress as progress_lib
 from rbx.core import results
+from rbx.runs import experiment, store
 from helpers import example1_sweep
 
 
@@ -55,7 +56,7 @@ def test_run_shrinks_a_config_from_the_command_line_and_records_it(tmp_path):
   out = tmp_path / "small"
   assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress", "--seeds", "2",
                    "--steps", "3", "--set", "grid.beta=[1.0]"]) == 0
-  res = results.load(out)
+  res = store.load(out)
   assert res.regret.shape == (1, 2, 3) and res.coords["beta"].tolist() == [1.0]
   assert res.config["steps"] == 3 and res.config["seeds"] == 2     # config.toml says what ran
   with pytest.raises(SystemExit):
@@ -156,8 +157,8 @@ def test_report_and_plot_of_an_interrupted_run_say_partial(tmp_path, monkeypatch
   assert "| 0.5 | 3 |" in text
   assert cli.main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 0
   assert (tmp_path / "figs" / "cumulative.png").is_file()
-  meta = results.read_json(out / results.METADATA)                 # as a run still going
-  results.write_json(out / results.METADATA, {**meta, "status": "running"})
+  meta = store.read_json(out / store.METADATA)                 # as a run still going
+  store.write_json(out / store.METADATA, {**meta, "status": "running"})
   assert cli.main(["report", str(out)]) == 0
   text = (out / "report.md").read_text()
   assert "the run is still running" in text and "status **running**" in text

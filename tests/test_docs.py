@@ -9,9 +9,9 @@ import pytest
 
 import rbx
 
-# The README's command: pdoc rbx rbx.core rbx.data rbx.config rbx.experiment rbx.report -o docs/api
+# The README's command: pdoc rbx rbx.core rbx.data rbx.runs -o docs/api
 # (`rbx` lists only its families in __all__, so the shared layers are named too).
-MODULES = ["rbx", "rbx.core", "rbx.data", "rbx.config", "rbx.experiment", "rbx.report"]
+MODULES = ["rbx", "rbx.core", "rbx.data", "rbx.runs"]
 
 
 def _public(module):

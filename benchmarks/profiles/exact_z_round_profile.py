@@ -36,8 +36,8 @@ from rbx.core import driver as driver_lib
 from rbx.core import protocol
 from rbx.neural import likelihoods, network, precision, training
 
-VECTORISED = precision.Precision("exact", precision._exact_init, precision._exact_solve,
-                                 precision._exact_update)
+VECTORISED = precision.Precision("exact", precision.exact_init, precision.exact_solve,
+                                 precision.exact_update)
 
 
 def pxp_copies(p, f, *args) -> int:
@@ -50,8 +50,9 @@ def pxp_copies(p, f, *args) -> int:
 def driver_program(env, agent, capacity):
   """The sweep driver's chunk program of one round for one seed and no grid, and its inputs
   (abstract: nothing allocated)."""
-  init, chunk = driver_lib._functions(lambda hp: protocol.pair(env, agent, capacity), {}, 1, None)
-  points, seeds = {driver_lib._NO_FIELD: np.zeros(1, np.float32)}, np.zeros(1, np.int32)
+  init, chunk = driver_lib.init_and_chunk(lambda hp: protocol.pair(env, agent, capacity), {}, 1,
+                                          None)
+  points, seeds = {driver_lib.NO_FIELD: np.zeros(1, np.float32)}, np.zeros(1, np.int32)
   program = jax.jit(lambda h, s, x, t: chunk(h, s, x, t, 1), donate_argnums=2)
   return program, (points, seeds, jax.eval_shape(init, points, seeds), jnp.int32(1))
 

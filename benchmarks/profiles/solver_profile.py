@@ -1,15 +1,15 @@
 """Where a solve of (3.1a)/(3.2a) spends its time: the figures behind `rlhf/solver.py`'s choices.
 
-1. One ascent step (`solver._ascent_step`, jitted, vmapped over random problems, one device)
+1. One ascent step (`solver.ascent_step`, jitted, vmapped over random problems, one device)
    with parts switched on or off: the default, the directions before 2026-12-03 (F's own
    Newton direction in steps on F, the scaled gradient in DC steps: `newton_f`,
    `dc_gradient`), ℓ and σ from A² exponentials (the path for r_max > 88) instead of A
-   (`solver._Problem.ratios`), no CG (`cg_iterations=0`), one step size (`line_search=1`),
+   (`solver.Problem.ratios`), no CG (`cg_iterations=0`), one step size (`line_search=1`),
    both; for the steps on F and the DC steps.
 2. The Laplacian's pieces: σ as `jax.nn.sigmoid`, 1/(1 + e^(−d)) or from A exponentials; row
    sums as `jnp.sum` over the last axis or a product with a ones vector.
 3. Algorithm 1 sweeps with the starts and trial points vmapped or mapped one after another
-   (`solver._SEQUENTIAL_FROM`), per A, one device.
+   (`solver.SEQUENTIAL_FROM`), per A, one device.
 4., 5. (each alone, on request) Algorithm 1 sweeps with two solver configs alternated: the
    screen (`screen`), the step's directions (`newton_f`, `dc_gradient`).
 6. (alone, on request) Algorithm 1 sweeps per seed batch, beside the default for the problem.
@@ -72,9 +72,9 @@ def step_table(A, n):
     row = []
     for dc in (False, True):
       def step(w, pr, pc, r, cfg=cfg, dc=dc, box=box):
-        prob = solver._Problem(w, pr, pc, 0.5, 3.0, box)
+        prob = solver.Problem(w, pr, pc, 0.5, 3.0, box)
         slope = 0.1 * r if dc else None
-        return solver._ascent_step(r, solver._ranked(prob, slope)(r), prob, jnp.float32(2.0), cfg,
+        return solver.ascent_step(r, solver.ranked(prob, slope)(r), prob, jnp.float32(2.0), cfg,
                                    slope)
       row.append(best_ms(jax.jit(jax.vmap(step)), *args))
     print(f"  {label:16s} F step {row[0]:7.1f}   DC step {row[1]:7.1f}", flush=True)
@@ -88,11 +88,11 @@ def laplacian_table(A, n):
   forms = {"sigma: jax.nn.sigmoid": lambda r, w: jax.nn.sigmoid(diff(r)),
            "sigma: 1/(1 + e^-d)": lambda r, w: 1.0 / (1.0 + jnp.exp(-diff(r))),
            "sigma: from A exponentials":
-               lambda r, w: 1.0 / (1.0 + solver._Problem(w, None, None, 0.5, 3.0, 2.0).ratios(r)),
+               lambda r, w: 1.0 / (1.0 + solver.Problem(w, None, None, 0.5, 3.0, 2.0).ratios(r)),
            "row sums: jnp.sum(axis=1)": lambda r, w: jnp.sum(w * r[None, :], axis=1),
            "row sums: (w * r) @ ones": lambda r, w: (w * r[None, :]) @ ones,
            "derivatives (as in the solver)":
-               lambda r, w: solver._Problem(w, None, None, 0.5, 3.0, 2.0).derivatives(r)}
+               lambda r, w: solver.Problem(w, None, None, 0.5, 3.0, 2.0).derivatives(r)}
   for label, f in forms.items():
     print(f"  {label:32s} {best_ms(jax.jit(jax.vmap(f)), r, w):7.2f}", flush=True)
 
@@ -104,21 +104,21 @@ SWEEPS = {3: (1024, 100), 10: (1024, 20), 50: (256, 4), 200: (16, 2), 1000: (2, 
 def mapping_table(actions):
   print("3. Algorithm 1 (α = 3) through rlhf.sweep on one device, starts and trial points "
         "vmapped vs mapped (seed-steps/s)")
-  saved = solver._SEQUENTIAL_FROM
+  saved = solver.SEQUENTIAL_FROM
   try:
     for A in actions:
       seeds, steps = SWEEPS.get(A, (2, 1))
       env = rlhf.random_instance(jax.random.key(A), 1, A, 0.5, 2.0, deviation=1.0)
       row = []
       for threshold in (10 ** 9, 0):           # vmapped everywhere, mapped everywhere
-        solver._SEQUENTIAL_FROM = threshold
+        solver.SEQUENTIAL_FROM = threshold
         timing = rlhf.sweep(lambda: (env, rlhf.algorithm1(3.0)), {}, seeds=seeds, steps=steps,
                             devices=1, progress=False).timing
         row.append(timing["seed_steps_per_second"])
       print(f"  A = {A:4d}, {seeds} seeds x {steps} steps: vmapped {row[0]:9.1f}   mapped "
             f"{row[1]:9.1f}   mapped / vmapped {row[1] / row[0]:5.2f}x", flush=True)
   finally:
-    solver._SEQUENTIAL_FROM = saved
+    solver.SEQUENTIAL_FROM = saved
 
 
 def alternated_table(title, configs, actions, repeats=3):

@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 from benchmarks.reproduction.common import AGENTS, Context, png
 
-from rbx import demo, rlhf
+from rbx import rlhf
+from rbx.runs import demo
 from rbx.core import plots
 from rbx.core import results as results_lib
 

@@ -6,7 +6,8 @@ import jax
 import numpy as np
 from benchmarks.reproduction.common import Context, png
 
-from rbx import report, rlhf, schedules
+from rbx import rlhf, schedules
+from rbx.runs import report
 from rbx.core import plots
 from rbx.core import results as results_lib
 

@@ -33,7 +33,8 @@ from benchmarks.reference.covertype_like import covertype_like
 from benchmarks.reproduction import table1
 from benchmarks.throughput import compile_time
 from benchmarks.throughput.neural_step_time import time_rbx, time_torch
-from rbx import demo, neural, rlhf
+from rbx import neural, rlhf
+from rbx.runs import demo
 from rbx.rlhf import registry as rlhf_registry
 
 # Each data set's (rows, features, classes), from shared/datasets/MANIFEST.json.

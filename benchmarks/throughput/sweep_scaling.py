@@ -1,7 +1,7 @@
 """Sweep scaling: seed-steps/s against the number of seeds, the chunking overhead, and the peak
 memory of a 10^5-seed RLHF sweep run in seed blocks.
 
-Every sweep is a TOML config run by `rbx.sweep` (`rbx.config`, `rbx.core.driver`), as
+Every sweep is a TOML config run by `rbx.sweep` (`rbx.runs.config`, `rbx.core.driver`), as
 `rbx run` does. Rates count run time only (compiles are timed apart).
 
   python -m benchmarks.throughput.sweep_scaling                 # defaults: about 5 minutes on 2 CPU cores
@@ -31,8 +31,7 @@ import jax
 
 import rbx
 import rbx.core.sweep
-from rbx import config
-from rbx.core import checkpoint
+from rbx.runs import checkpoint, config
 
 RLHF = """
 family = "rlhf"

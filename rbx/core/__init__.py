@@ -29,21 +29,21 @@ does not depend on its batch-mates. `sweep.sweep` (exported as `rbx.sweep`) runs
 `build(**point) -> (env, agent)` over seeds × grid × steps with the chunked driver
 (`driver`, `grid`, `record`, `progress`, `devices`): traced fields vmapped, static fields
 looped over, seeds mapped in batches and sharded over devices and hosts. TOML runs
-(`rbx.experiment`), both families' conveniences, benchmarks, notebooks and tests all call it,
-and it returns `results.Results` — the same type that `rbx run` saves and `results.load`
-reads back.
+(`rbx.runs.experiment`), both families' conveniences, benchmarks, notebooks and tests all call
+it, and it returns `results.Results` — the same type that `rbx run` saves and `rbx.load` reads
+back.
 
 **Family registries.** Each family declares its environments and agents once
 (`registry.Family`: names, parameters with kind, static or traced, range). The Python sweep's
 static fields, TOML validation and error messages, and `rbx run` read that declaration; this
 package names no family. Family-specific analysis (the RLHF paper's regret exponent) is a hook
-of the family's declaration, used by `plots` and `rbx.report`.
+of the family's declaration, used by `plots` and `rbx.runs.report`.
 
 Modules: `protocol`, `registry`, `sweep`, `driver`, `grid`, `record`, `progress`, `devices`,
-`checkpoint`, `memory` (the estimate a sweep is checked against), `rundir` (run directories:
-lock, status), `results`, `plots`. They import no module above them — not the families
-(`rbx.rlhf`, `rbx.neural`, `rbx.data`), nor `rbx.config`, `rbx.experiment`, `rbx.report`
-or `rbx.cli`, which use them; a config reaches them as plain values, its `build` a
-`registry.Build` (tests/test_floors.py checks every import).
+`memory` (the estimate a sweep is checked against), `results`, `plots`. They import no module
+above them — not the families (`rbx.rlhf`, `rbx.neural`, `rbx.data`), nor the run layer
+(`rbx.runs`: configs, run directories, checkpoints, reports) or `rbx.cli`, which use them; a
+config reaches them as plain values, its `build` a `registry.Build` (tests/test_floors.py
+checks every import).
 """
 from rbx.core.protocol import Agent, Environment, Run, Transition, pair, rollout  # noqa: F401

@@ -56,7 +56,7 @@ def choose(kind: str, free: int | None, per_seed: int, seeds_per_device: int,
 
 
 def given(seed_batch: int | Choice) -> Choice:
-  """A seed batch passed in: a `Choice` made earlier (e.g. by `rbx.config`), or an int from
+  """A seed batch passed in: a `Choice` made earlier (e.g. by `rbx.runs.config`), or an int from
   the user, checked."""
   if isinstance(seed_batch, Choice):
     return seed_batch

@@ -126,7 +126,7 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
   S = sweep.seeds.size
   block = S if options.seed_block is None else _checks.positive_int("seed_block", options.seed_block)
   combos = sweep.grid.combos()
-  points = sweep.grid.points() or {_NO_FIELD: np.zeros(1, np.float32)}
+  points = sweep.grid.points() or {NO_FIELD: np.zeros(1, np.float32)}
   G = sweep.grid.num_points
   units = [(c, lo, min(lo + block, S)) for c in range(len(combos)) for lo in range(0, S, block)]
   recorder = Recorder(options.record, T, (len(combos), G, S), options.log_points)
@@ -147,7 +147,7 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
     label = ", ".join(f"{k}={v}" for k, v in combos[c].items()) or "sweep"
     seeds = _pad(sweep.seeds[lo:hi], n_dev)
     batch = min(seed_batch, seeds.size // n_dev)
-    init_fn, chunk_fn = _functions(sweep.build, combos[c], batch, mesh)
+    init_fn, chunk_fn = init_and_chunk(sweep.build, combos[c], batch, mesh)
     seeds_dev = _put(seeds, mesh, P("seed"))
     needed = []
     if with_init:
@@ -302,14 +302,14 @@ def _sharded(out, mesh):
   return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), out)
 
 
-_NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid field is numeric
+NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid field is numeric
 
 
-def _functions(build, fixed, batch, mesh):
+def init_and_chunk(build, fixed, batch, mesh):
   """(init(points, seeds) -> carry, chunk(points, seeds, carry, t0, length) -> (carry, regret))
   over (G, S); per device when `mesh` is given."""
   def point(hp):
-    return build({**fixed, **{k: v for k, v in hp.items() if k != _NO_FIELD}})
+    return build({**fixed, **{k: v for k, v in hp.items() if k != NO_FIELD}})
 
   def init(points, seeds):
     return jax.vmap(lambda hp: protocol.batched_map(lambda s: point(hp).init(jax.random.key(s)),
@@ -359,7 +359,7 @@ def _restore(abstract, leaves: list[np.ndarray], mesh):
 def state_bytes(sweep: Sweep) -> int:
   """Bytes of carried state per seed and grid point (the first static combination)."""
   combo = sweep.grid.combos()[0]
-  points = {k: v[:1] for k, v in sweep.grid.points().items()} or {_NO_FIELD: np.zeros(1, np.float32)}
-  init, _ = _functions(sweep.build, combo, 1, None)
+  points = {k: v[:1] for k, v in sweep.grid.points().items()} or {NO_FIELD: np.zeros(1, np.float32)}
+  init, _ = init_and_chunk(sweep.build, combo, 1, None)
   leaves = jax.tree.leaves(jax.eval_shape(init, points, np.zeros(1, np.int32)))
   return int(sum(math.prod(x.shape) * x.dtype.itemsize for x in leaves))

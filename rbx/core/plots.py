@@ -41,7 +41,7 @@ from rbx.core import registry
 from rbx.core import results as results_lib
 from rbx.core.grid import is_number
 
-REACHED = "reached_step"    # an interrupted run's metadata: the step its run got to (`rbx.report`)
+REACHED = "reached_step"    # an interrupted run's metadata: the step its run got to (`rbx.runs.report`)
 MAX_LINES = 24
 MAX_PANELS = 6
 TITLE_WIDTH = 60                # characters on a title line (what a 7-inch figure's axes span)
@@ -291,7 +291,7 @@ def _takers(res: results_lib.Results) -> Callable[[str], str]:
 
 
 def partial_label(res: results_lib.Results) -> str | None:
-  """The label of an interrupted run's results (`rbx.report.partial`), "partial: step t
+  """The label of an interrupted run's results (`rbx.runs.report.partial`), "partial: step t
   of T" — t where the run got to (metadata `REACHED`, as its progress bar said; with record
   "log" the last recorded step may be earlier), else the last recorded step — and how many
   grid points have run if not all; None for a complete run."""

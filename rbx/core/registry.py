@@ -11,7 +11,7 @@ plus one `family.agent(name, make, params)` call.
 One parameter rule for Python and TOML: a parameter goes to whichever of the environment and
 the agent declare it and is ignored by the others; a name that none of them declares is a
 `ValueError` naming it, the allowed names and the nearest one. In a TOML config "them" are the
-config's environment and agents (`rbx.config`); in Python, `Family.get_agent` (`rlhf.get`,
+config's environment and agents (`rbx.runs.config`); in Python, `Family.get_agent` (`rlhf.get`,
 `neural.get`) does not know the environment, so it is every agent and environment of the
 family: `rlhf.get(name, alpha=3.0)` gives α to the agents that take one (algorithm1, xpo, ...)
 and builds the others (online_dpo, greedy, an agent of one's own) without it. Values are
@@ -215,7 +215,7 @@ class Family:
 
   def load_env(self, name: str, params: Mapping[str, Any]):
     """Environment `name` from its declared parameters: `envs[name].make(**params)` (arrays,
-    not files: a config's data set is read by `rbx.config`)."""
+    not files: a config's data set is read by `rbx.runs.config`)."""
     return self.envs[name].make(**params)
 
   def get_agent(self, name: str, **params):
@@ -266,7 +266,7 @@ class Family:
 @dataclasses.dataclass(frozen=True, eq=False)
 class Build:
   """`build(**point) -> (env, agent)` for `rbx.sweep` from resolved values (a config's,
-  `rbx.config.Config.build`): environment `env` and the agent that `{**fixed, **point}` names
+  `rbx.runs.config.Config.build`): environment `env` and the agent that `{**fixed, **point}` names
   under "agent", each given the values it declares (the module docstring's rule, over one
   environment and its agents), built by `Family.build`.
 

@@ -1,43 +1,24 @@
-"""The one result type of every sweep, in memory and on disk: named axes, `.sel`, `.final()`,
-cumulative regret, summaries with 95% CIs and quantiles, save/load, and exports to pandas and
-xarray. `print(res)` gives the axes, their sizes and a summary of R(T); `summary()` and
-`final(table=True)` are `Table`s, lists of labelled rows that print aligned and go straight
-into `pandas.DataFrame`.
+"""The one result type of every sweep, in memory: named axes, `.sel`, `.final()`, cumulative
+regret, summaries with 95% CIs and quantiles, and exports to pandas and xarray. `print(res)`
+gives the axes, their sizes and a summary of R(T); `summary()` and `final(table=True)` are
+`Table`s, lists of labelled rows that print aligned and go straight into `pandas.DataFrame`.
+On disk (run directories, `rbx.save`, `rbx.load`): `rbx.runs.store`.
 
-A run directory holds
-
-  config.toml     the config as run
-  metadata.json   versions, devices, times, compile time, seed-steps/s, status
-  results.npz     the records: `regret` (per step, float32) or `cumulative` (R(t), float64),
-                  shape (*grid, seed, step), and every axis's coordinates as `coord.<axis>`
-  results.json    the axes, their coordinates and each array's axes, shape and dtype; for
-                  per-agent grids also "runs", each run's label -> its fields
-
-npz and JSON are readable without rbx (`numpy.load`, any JSON reader). `Results.to_dataframe`
-and `Results.to_xarray` import pandas / xarray only when called (`pip install 'rbx[analysis]'`).
+`Results.to_dataframe` and `Results.to_xarray` import pandas / xarray only when called
+(`pip install 'rbx[analysis]'`).
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
 import itertools
-import json
-import os
-import tomllib
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rbx.core import rundir
 from rbx import _checks
-from rbx.core.grid import RUN, Grid, is_number, plain, run_table, select
+from rbx.core.grid import RUN, Grid, is_number, plain, select
 from rbx.core.record import Recorder
-
-ARRAYS = "results.npz"
-INDEX = "results.json"
-METADATA = rundir.METADATA
-CONFIG = "config.toml"
 
 QUANTILES = (0.1, 0.9)          # the spread beside the median: the 10% and 90% quantiles over seeds
 REPR_ROWS = 8                   # grid points summarised in `repr(results)`
@@ -89,7 +70,7 @@ class Results:
     timing: compile_seconds, run_seconds, seed_steps and seed_steps_per_second of the sweep,
       its seed_batch and seed_batch_reason (`rbx.core.batching`).
     complete: False for a sweep stopped early (the rows not run are NaN).
-    config: the config as run (a dict), when loaded from a run directory.
+    config: the config as run (a dict), when loaded from a run directory (`rbx.load`).
     metadata: the run's metadata, when loaded from a run directory.
     runs: for per-agent grids (axis "run"), each run's label -> its fields, e.g.
       {"agent": "boltzmann", "temperature": 5.0}; None for a rectangular grid.
@@ -227,25 +208,6 @@ class Results:
       data["regret"] = (self.axes, self.regret)
     return xr.Dataset(data, coords=coords, attrs=dict(self.timing or {}))
 
-  def save(self, directory: str | os.PathLike, overwrite: bool = False) -> Path:
-    """Writes results.npz and results.json into `directory` (see the module docstring) and
-    returns its path; read them back with `Results.load`.
-
-    Raises:
-      FileExistsError: `directory` already holds results, unless `overwrite`.
-    """
-    directory = Path(directory)
-    if not overwrite and any((directory / f).exists() for f in (ARRAYS, INDEX)):
-      raise FileExistsError(f"{directory} already holds results ({INDEX}, {ARRAYS}): save "
-                            "elsewhere, or pass overwrite=True to replace them")
-    save(directory, self)
-    return directory
-
-  @staticmethod
-  def load(directory: str | os.PathLike) -> "Results":
-    """The results saved in `directory` by `save` or a finished `rbx run` (`load`)."""
-    return load(directory)
-
   def __repr__(self) -> str:
     """The axes with their sizes and values, how R(t) was recorded, and mean ± std of R(T)
     per grid point (the first `REPR_ROWS`; all of them: `summary()`)."""
@@ -354,56 +316,6 @@ def from_records(grid: Grid, seeds: np.ndarray, recorder: Recorder, data: np.nda
   return Results(axes, coords, **{field: arranged}, **extra)
 
 
-def save(directory: str | os.PathLike, results: Results) -> None:
-  """Writes results.npz and results.json into `directory`."""
-  directory = Path(directory)
-  directory.mkdir(parents=True, exist_ok=True)
-  arrays = ({"regret": results.regret} if results.regret is not None
-            else {"cumulative": results.recorded})
-  index = {
-      "axes": list(results.axes),
-      "coords": {a: [plain(v) for v in results.coords[a]] for a in results.axes},
-      "arrays": {k: {"axes": list(results.axes), "shape": list(v.shape), "dtype": str(v.dtype)}
-                 for k, v in arrays.items()},
-      "complete": results.complete,
-      "timing": results.timing,
-  }
-  if results.run_columns():
-    index["runs"] = {plain(label): results.runs[plain(label)] for label in results.coords[RUN]}
-  np.savez(directory / ARRAYS, **arrays,
-           **{f"coord.{a}": np.asarray(results.coords[a]) for a in results.axes})
-  write_json(directory / INDEX, index)
-
-
-def load(directory: str | os.PathLike) -> Results:
-  """The `Results` of a finished run directory (or of `Results.save`), with its config and
-  metadata (`rbx.load`, `Results.load`). An interrupted run's records so far:
-  `rbx.report.load`.
-
-  Raises:
-    FileNotFoundError: `directory` holds no results (yet), saying why (`rundir.describe`).
-  """
-  directory = Path(directory)
-  if not (directory / INDEX).is_file():
-    raise FileNotFoundError(f"no {INDEX} in {directory}: {rundir.describe(directory)}")
-  index = read_json(directory / INDEX)
-  axes = tuple(index["axes"])
-  coords = {a: np.asarray(index["coords"][a]) for a in axes}
-  with np.load(directory / ARRAYS, allow_pickle=False) as f:
-    arrays = {"regret" if "regret" in f.files else "recorded":
-              f["regret"] if "regret" in f.files else f["cumulative"]}
-  config = tomllib.loads((directory / CONFIG).read_text()) if (directory / CONFIG).is_file() else None
-  metadata = read_json(directory / METADATA) if (directory / METADATA).is_file() else None
-  runs = index.get("runs")
-  if runs is None and RUN in axes and config is not None:     # saved before "runs" was
-    runs = run_table(config.get("grid", {}))
-    if runs is not None and not set(coords[RUN].tolist()) <= set(runs):
-      runs = None
-  return Results(axes, coords, **arrays, timing=index.get("timing"),
-                 complete=index.get("complete", True), config=config, metadata=metadata,
-                 runs=runs)
-
-
 def scaling_slope(t: np.ndarray, mean_regret: np.ndarray, t_min: float | None = None) -> float:
   """The least-squares slope of log R(t) against log t over t ≥ t_min (default √T)."""
   t = np.asarray(t, np.float64)
@@ -442,18 +354,6 @@ def scaling_slope_ci(t: np.ndarray, cumulative: np.ndarray, t_min: float | None 
   tail = 100 * (1 - level) / 2
   low, high = np.percentile(slopes[..., 1:], [tail, 100 - tail], axis=-1)
   return slopes[..., 0], low, high
-
-
-def write_json(path: Path, obj) -> None:
-  """JSON written atomically (temporary file, then rename)."""
-  tmp = path.with_name(path.name + ".tmp")
-  tmp.write_text(json.dumps(obj, indent=2, default=plain) + "\n")
-  os.replace(tmp, path)
-
-
-def read_json(path: Path) -> dict:
-  """The JSON object in the file `path`."""
-  return json.loads(Path(path).read_text())
 
 
 def points(results: Results) -> list[dict[str, Any]]:

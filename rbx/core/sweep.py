@@ -12,7 +12,7 @@ always static. The family also gives what the default `seed_batch` is made from
 the per-seed working set).
 
 The family conveniences `rlhf.sweep` and `neural.sweep` are this function. TOML runs
-(`rbx run`, `rbx.experiment`) call it too, with the checkpoint hooks `start`, `on_chunk` and
+(`rbx run`, `rbx.runs.experiment`) call it too, with the checkpoint hooks `start`, `on_chunk` and
 `stop`. With several processes (`rbx.core.devices.initialize`) each runs its share of the
 seeds and the records are gathered, so every process returns the whole `Results`.
 """
@@ -61,7 +61,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     seed_batch: seeds vmapped at once per device (default: `rbx.core.batching`'s for this
       sweep and device — a CPU: the family's cache rule for the grid's environments, the
       smallest of them; an accelerator: as many as fit in half its free memory); or a
-      `batching.Choice` made earlier (`rbx.config`). The results' timing records it and why.
+      `batching.Choice` made earlier (`rbx.runs.config`). The results' timing records it and why.
     chunk: steps per jitted chunk (progress, checkpoints, Ctrl-C); default all T, or about
       T/20 (a divisor of T) when a bar is shown.
     record: "steps" (every r_t), "log" or "summary" (see `rbx.core.record`).

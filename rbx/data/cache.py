@@ -9,21 +9,21 @@ write bits (a shared, read-only copy) is never written to, by root either. A loa
 Key. A file's name holds a hash of the CSV's resolved path, the preprocessing options and
 `FORMAT`, so an option change uses another file; inside, the CSV's SHA-256 is stored and must
 match, so a changed file (even one of the same size and time) is parsed again and its cache
-file overwritten. Files are written to a temporary name and renamed into place (`os.replace`),
-so a reader never sees half a file; one that cannot be read or does not fit (a crash, a
+file overwritten. Files are written atomically (`rbx._io.atomic_write`), so a reader never sees
+half a file; one that cannot be read or does not fit (a crash, a
 truncated copy) is ignored and rebuilt.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from rbx._io import atomic_write
 from rbx.data.base import Dataset, Options, dataset_name
 
 ENV_VAR = "RBX_CACHE_DIR"
@@ -78,17 +78,11 @@ class Entry(NamedTuple):
     for directory in directories(self.path, writing=True):
       try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".", suffix=".part", dir=directory)
-      except OSError:
-        continue
-      try:
-        with os.fdopen(fd, "wb") as f:
+        with atomic_write(directory / self.name) as f:
           np.savez(f, digest=np.array(self.digest), features=dataset.features,
                    labels=dataset.labels, classes=np.array(dataset.classes, dtype=str),
                    columns=np.array(dataset.columns, dtype=str))
-        os.chmod(temporary, 0o644)                         # (mkstemp's is 0o600)
-        os.replace(temporary, directory / self.name)
         return directory / self.name
       except OSError:
-        Path(temporary).unlink(missing_ok=True)
+        continue
     return None

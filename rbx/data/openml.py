@@ -9,8 +9,8 @@ The NeuralUCB/NeuralTS reference implementations take their data from OpenML (sc
   2. streams the ARFF file (`/data/v1/download/{file_id}`) into a temporary file in the data
      directory, checking the length the server announced and the MD5 checksum OpenML publishes;
   3. converts it (dense ARFF) to the gzip CSV format `rbx.data.loader` reads — the target becomes
-     the column `label`, missing values stay `?` — in a second temporary file, which is flushed,
-     fsync'ed and renamed onto `<data_dir>/<name>.csv.gz` (atomic on POSIX).
+     the column `label`, missing values stay `?` — written atomically onto
+     `<data_dir>/<name>.csv.gz` (`rbx._io.atomic_write`: a temporary file, fsynced and renamed).
 
 Any failure (no network, a server error, a short transfer, a wrong checksum, a malformed file)
 raises `DownloadError` and removes the temporary files, so the data directory never holds a
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rbx import _checks
-from rbx._io import fsync_dir
+from rbx._io import atomic_write
 from rbx.data.base import DATASETS, ENV_VAR, data_home, write_csv
 
 OPENML_URL = "https://api.openml.org/"
@@ -77,14 +77,10 @@ def download(name: str, data_dir: str | os.PathLike | None = None, *,
     raise DownloadError(f"unexpected OpenML response for {openml_name!r} v{version}: missing {e}")
   root.mkdir(parents=True, exist_ok=True)
   dest = root / f"{name}.csv.gz"
-  with _temporary(root, f".{name}.arff.") as arff, _temporary(root, f".{name}.csv.gz.") as out:
+  with _temporary(root, f".{name}.arff.") as arff:
     _fetch(get(f"{base}data/v1/download/{file_id}"), arff, md5)
-    with open(out, "wb") as f:
+    with atomic_write(dest) as f:
       _arff_to_csv(arff, f, target)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(out, dest)
-  fsync_dir(root)
   return dest
 
 

@@ -54,12 +54,14 @@ def _diag_update(z, params, g, block, m):
   return network.add_to_block(z, block, jax.tree.map(lambda x: x ** 2 / m, g))
 
 
-def _exact_init(params, lam):
+def exact_init(params, lam):
+  """The exact Z⁻¹ at the start: I/λ, (p, p)."""
   p = network.num_params(params)
   return jnp.eye(p, dtype=jnp.float32) / lam
 
 
-def _exact_solve(z_inv, params, g, blocks):
+def exact_solve(z_inv, params, g, blocks):
+  """Z⁻¹g_a for each arm's gradient g_a (a pytree with a leading arm axis) and context block."""
   # Z⁻¹ g_a on the rows R_a that f(x_a; ·) reads is Z⁻¹[R_a, R_a] c_a (g_a is zero off R_a):
   # each arm reads its (|R_a|, |R_a|) part of Z⁻¹, not all of it
   def one(c, block):
@@ -71,7 +73,8 @@ def _exact_solve(z_inv, params, g, blocks):
   return jax.vmap(unravel)(jax.lax.map(lambda a: one(*a), (compact, blocks)))
 
 
-def _exact_update(z_inv, params, g, block, m):
+def exact_update(z_inv, params, g, block, m):
+  """Z⁻¹ after adding g gᵀ/m (Sherman–Morrison), for the gradient g of the arm in `block`."""
   c = ravel_pytree(g)[0]
   lo, n = _block_range(params, block)
   u = _times(z_inv, lo, n, c)                                  # Z⁻¹ g: the columns R only
@@ -128,7 +131,7 @@ def _one_at_a_time(prec: Precision) -> Precision:
 
 
 diag = Precision("diag", _diag_init, _diag_solve, _diag_update)
-exact = _one_at_a_time(Precision("exact", _exact_init, _exact_solve, _exact_update))
+exact = _one_at_a_time(Precision("exact", exact_init, exact_solve, exact_update))
 
 PRECISIONS: dict[str, Precision] = {"diag": diag, "exact": exact}
 

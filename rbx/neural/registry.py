@@ -11,7 +11,7 @@ BootstrappedNN's `num_networks`, and the names (`likelihood`, `precision`, the e
 
 The environments take arrays: the classification bandit its `features` and `labels`. Naming a
 data set (`dataset = "mushroom"` in a config's [env] table) is the config layer's business
-(`rbx.config.DATASET`, which reads it with `rbx.data.load`), so this family never reads files.
+(`rbx.runs.config.DATASET`, which reads it with `rbx.data.load`), so this family never reads files.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def step_bytes(env, state: int) -> int:
 def prepare(params: dict, env, steps: int) -> dict:
   """`params` with the device kind's `first_layer` and `matmul_precision`
   (`rbx.neural.network.default_compute`) where they are not given, so a config's run records
-  the values it ran with (`rbx.config.Config.effective`); agents that do not declare them
+  the values it ran with (`rbx.runs.config.Config.effective`); agents that do not declare them
   ignore them."""
   del env, steps
   return network_lib.default_compute(jax.default_backend())._asdict() | params
@@ -59,7 +59,7 @@ FAMILY.env("synthetic", env_lib.synthetic, {
 })
 FAMILY.env("classification", env_lib.classification, {
     "features": vector(doc="X, (n, d') rows (a config names a data set instead: dataset = ...,"
-                       " rbx.config.DATASET)"),
+                       " rbx.runs.config.DATASET)"),
     "labels": vector(doc="(n,) integer classes 0..K-1"),
     "num_arms": integer(2, doc="K (default: the number of classes)"),
 })

@@ -51,7 +51,7 @@ Method (fixed iteration counts, so it jits and vmaps):
    vectorise across seeds and starts where batched LAPACK calls do not, and run on several
    CPU devices at once. ℓ, ∇ℓ and the Laplacian are dense over the (A, A) pairs, O(A²) a
    step; for r_max ≤ 88 their A² terms e^(r_b − r_a) are ratios of the A numbers
-   e^(r − r_max/2) (`_Problem.ratios`: A exponentials, not A²; an ascent step at A = 10
+   e^(r − r_max/2) (`Problem.ratios`: A exponentials, not A²; an ascent step at A = 10
    takes half the time, `python -m benchmarks.profiles.solver_profile`, table 1). The best trial point
    (including the current one) is kept, so the ranked function never decreases.
 3. The best refined point is returned.
@@ -158,7 +158,7 @@ def _solve(wins, pi_ref, pi_cal, beta, alpha, r_max, r_init, config, beta_zero, 
   jitted function of its own: JAX traces and batches it once per shape and setting, however
   many agents, prompts and examples of a sweep call it."""
   r_max = jnp.asarray(r_max, jnp.float32)
-  problem = _Problem(wins, pi_ref, pi_cal, beta, alpha, r_max, ratio_range)
+  problem = Problem(wins, pi_ref, pi_cal, beta, alpha, r_max, ratio_range)
   dtype = jnp.result_type(r_max, *([] if r_init is None else [r_init]))
   return _branch(beta_zero, lambda: beta == 0,
                  lambda: _solve_beta0(problem, r_max, r_init, config).astype(dtype),
@@ -189,8 +189,8 @@ def _solve_beta0(problem, r_max, r_init, config):
   starts = cands[jnp.arange(A), jnp.argmax(values, axis=1)]               # (A, A)
 
   def run(r, slope):
-    step = lambda carry, _: (_ascent_step(*carry, problem, r_max, config, slope), None)
-    return jax.lax.scan(step, (r, _ranked(problem, slope)(r)), None,
+    step = lambda carry, _: (ascent_step(*carry, problem, r_max, config, slope), None)
+    return jax.lax.scan(step, (r, ranked(problem, slope)(r)), None,
                         length=config.iterations)[0][0]
 
   rs = jax.vmap(run)(starts, slopes)
@@ -216,7 +216,7 @@ def _candidates(problem, r_init, config):
 
 def _screened(problem, r_max, r_init, config):
   """The candidate starts: the centre first, then the vertices, the warm start last; F and
-  the relaxed score (`_Problem.vertex_values`) at each, +inf at the centre and the warm start
+  the relaxed score (`Problem.vertex_values`) at each, +inf at the centre and the warm start
   (always kept); shapes (C, A), (C,), (C,). No (C, A, A) arrays: A = 1000 has ~3,000
   candidates."""
   h = _candidates(problem, r_init, config)
@@ -275,13 +275,13 @@ def _refine(problem, r_max, starts, config, first=0, last=None, slopes=None):
                        (False, max(first, config.dc_iterations), last)):
       if hi > lo:
         s = slope if dc else None
-        step = lambda carry, _, s=s: (_ascent_step(*carry, problem, r_max, config, s), None)
-        r = jax.lax.scan(step, (r, _ranked(problem, s)(r)), None, length=hi - lo)[0][0]
+        step = lambda carry, _, s=s: (ascent_step(*carry, problem, r_max, config, s), None)
+        r = jax.lax.scan(step, (r, ranked(problem, s)(r)), None, length=hi - lo)[0][0]
     return r
   return _each(lambda a: run(*a), (starts, slopes), starts.shape[1])
 
 
-class _Problem(NamedTuple):
+class Problem(NamedTuple):
   """One instance of (3.1a)/(3.2a): its data and the pieces of F the solver needs."""
   wins: chex.Array          # (A, A)
   pi_ref: chex.Array        # (A,)
@@ -365,7 +365,7 @@ class _Problem(NamedTuple):
 _RATIO_RANGE = 88.0
 
 
-def _ranked(problem, slope=None):
+def ranked(problem, slope=None):
   """The function a step ranks its trial points by: M(x) = ℓ(x) + s·x for a `slope` s (A,)
   (a DC step), else F."""
   if slope is None:
@@ -373,9 +373,9 @@ def _ranked(problem, slope=None):
   return lambda x: problem.log_likelihood(x) + jnp.dot(slope, x)
 
 
-def _ascent_step(r, value, problem, r_max, config, slope=None):
+def ascent_step(r, value, problem, r_max, config, slope=None):
   """One safeguarded projected Newton step (module docstring, step 2) from r, whose ranked
-  value (`_ranked`) is `value`; returns the next point and its value, shapes (A,), ().
+  value (`ranked`) is `value`; returns the next point and its value, shapes (A,), ().
 
   With a `slope` s (A,), the step ascends the concave function M(x) = ℓ(x) + s·x along its
   Newton direction (and the scaled gradient with `config.dc_gradient`) and ranks its trial
@@ -407,7 +407,7 @@ def _ascent_step(r, value, problem, r_max, config, slope=None):
   sizes = config.shrink ** jnp.arange(config.line_search, dtype=jnp.float32)
   trial = jnp.clip(r + sizes[:, None, None] * jnp.stack(directions)[None], 0.0, r_max)
   trial = jnp.concatenate([r[None], trial.reshape(-1, r.shape[0])])
-  values = _each(_ranked(problem, slope), trial[1:], r.shape[0])
+  values = _each(ranked(problem, slope), trial[1:], r.shape[0])
   values = jnp.concatenate([value[None], jnp.where(jnp.isfinite(values), values, -jnp.inf)])
   best = jnp.argmax(values)
   return trial[best], values[best]
@@ -419,12 +419,12 @@ def _ascent_step(r, value, problem, r_max, config, slope=None):
 # exhausted the host's memory). `python -m benchmarks.profiles.solver_profile` (table 3, Algorithm 1
 # sweeps on one device), mapped against vmapped: A = 200 4.8× faster; A = 3, 10, 50 0.34×,
 # 0.73×, 0.75× (slower).
-_SEQUENTIAL_FROM = 128
+SEQUENTIAL_FROM = 128
 
 
 def _each(f, xs, num_actions):
-  """`jax.vmap(f)(xs)`, or `lax.map` for num_actions ≥ `_SEQUENTIAL_FROM` (bounded memory)."""
-  return jax.vmap(f)(xs) if num_actions < _SEQUENTIAL_FROM else jax.lax.map(f, xs)
+  """`jax.vmap(f)(xs)`, or `lax.map` for num_actions ≥ `SEQUENTIAL_FROM` (bounded memory)."""
+  return jax.vmap(f)(xs) if num_actions < SEQUENTIAL_FROM else jax.lax.map(f, xs)
 
 
 def truncated_cg(m, b, free, ridge, diag, iterations):

@@ -57,7 +57,7 @@ def test_default_sweeps_shard_over_every_device_with_one_device_results():
       import rbx
       from rbx.core import devices
       from helpers import example1_sweep
-      from rbx import config
+      from rbx.runs import config
       assert jax.local_device_count() == 3
       assert devices.seed_mesh(None, 5).shape == {"seed": 3} and devices.seed_mesh(None, 1) is None
       c = config.loads(example1_sweep(5, 4, 4))  # one chunk: a program per seed count

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import rbx
-from rbx import cli, config, experiment, neural, rlhf
+from rbx import cli, neural, rlhf
 from rbx.core import driver
-from rbx.core import results as results_lib
+from rbx.runs import config, experiment, store
 from helpers import CPU_ONLY, subprocess_env
 
 ROOT = Path(__file__).parents[2]
@@ -95,7 +95,8 @@ def test_own_agents_sweep_on_two_devices_with_the_one_device_results(module):
       import sys
       import jax, numpy as np
       import rbx
-      from rbx import config, neural, rlhf
+      from rbx import neural, rlhf
+      from rbx.runs import config
       assert jax.local_device_count() == 2
       config.import_modules([sys.argv[1]])
       env, bandit = rlhf.example1(), neural.synthetic(dim=3, num_arms=3)
@@ -139,7 +140,7 @@ def test_rbx_run_imports_ones_own_module_with_per_agent_grids(module, tmp_path, 
   assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 0
   printed = capsys.readouterr().out
   assert "| own_mix | 0.5 | 2 |" in printed                     # the summary table, by field
-  res = results_lib.load(out)
+  res = store.load(out)
   labels = ["agent=own_mix", "agent=own_mix, mix=0.5", "agent=own_mix, mix=1.0"]
   assert res.axes == ("run", "seed", "step") and res.coords["run"].tolist() == labels
   env = rlhf.example2(kappa=20.0)
@@ -147,15 +148,15 @@ def test_rbx_run_imports_ones_own_module_with_per_agent_grids(module, tmp_path, 
     np.testing.assert_allclose(res.sel(run=label).regret, closed_form(env, mix), rtol=1e-5)
   assert res.runs[labels[1]] == {"agent": "own_mix", "mix": 0.5}          # saved per run
   np.testing.assert_array_equal(res.sel(agent="own_mix", mix=1.0).regret, res.regret[2])
-  recorded = (out / results_lib.CONFIG).read_text()
+  recorded = (out / store.CONFIG).read_text()
   assert str(module) in recorded                                 # absolute, for --resume/report
-  assert results_lib.read_json(out / results_lib.METADATA)["imports"] == {str(module): str(module)}
+  assert store.read_json(out / store.METADATA)["imports"] == {str(module): str(module)}
   assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == cli.EXIT_ERROR
   assert "already holds a complete run: run it again with --overwrite" in capsys.readouterr().err
   (out / "marker.txt").write_text("mine")
   assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress", "--overwrite"]) == 0
   assert (out / "marker.txt").read_text() == "mine"             # only the run's files replaced
-  np.testing.assert_array_equal(results_lib.load(out).regret, res.regret)
+  np.testing.assert_array_equal(store.load(out).regret, res.regret)
   # A fresh process (the registration gone) finds the module through the recorded config.
   del rlhf.FAMILY.agents["own_mix"]
   for name in [m for m in sys.modules if m.startswith("rbx_user_own_agents")]:

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import rbx
-from rbx import config, experiment, rlhf
+from rbx import rlhf
 from rbx.core import Agent, registry
 from rbx.core import sweep as core_sweep
-from rbx.core import results as results_lib
+from rbx.runs import config, experiment, store
 
 
 def fixed_policy(mix=0.0, answers: int = 1) -> Agent:
@@ -77,7 +77,7 @@ answers = [1, 2]
   c = config.loads(text, out=str(tmp_path / "run"))
   assert c.static() == ["answers"]                       # declared static; mix is traced
   assert experiment.run(c, progress=False, echo=lambda s: None) == experiment.COMPLETE
-  back = results_lib.load(tmp_path / "run")
+  back = store.load(tmp_path / "run")
   assert type(back) is type(res) is rbx.Results             # one result type, in memory and on disk
   np.testing.assert_array_equal(back.regret, res.regret)
   with pytest.raises(config.ConfigError, match=r"grid.answers\[0\] must be an integer"):

@@ -16,13 +16,14 @@ import rbx
 
 from matplotlib.figure import Figure
 
-from rbx import cli, report
-from rbx.core import checkpoint, plots
+from rbx import cli
 from rbx.core import grid as grid_lib
+from rbx.core import plots
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid
 from rbx.core.record import Recorder
 from rbx.rlhf.analysis import paper_exponent
+from rbx.runs import checkpoint, report, store
 
 
 def fake_results(record="log"):
@@ -46,9 +47,9 @@ def test_save_and_load_round_trip_with_named_axes(tmp_path):
     res = fake_results(record)
     d = tmp_path / record
     d.mkdir()
-    res.save(d)
+    rbx.save(res, d)
     (d / "config.toml").write_text('family = "rlhf"\n[env]\nname = "example1"\n')
-    back = results_lib.load(d)
+    back = store.load(d)
     assert back.axes == ("agent", "beta", "seed", "step")
     np.testing.assert_array_equal(back.coords["agent"], ["algorithm1", "vpo"])
     np.testing.assert_array_equal(back.cumulative, res.cumulative)
@@ -63,7 +64,7 @@ def test_save_and_load_round_trip_with_named_axes(tmp_path):
   with pytest.raises(ValueError, match="did you mean 'beta'"):
     back.sel(btea=1.0)
   with pytest.raises(FileNotFoundError, match="not an rbx run directory"):
-    results_lib.load(tmp_path)
+    store.load(tmp_path)
 
 
 def test_summary_mean_std_and_student_t_interval():
@@ -274,7 +275,7 @@ def test_an_interrupted_run_is_reported_as_far_as_it_got(tmp_path):
 
 def test_plot_and_report_of_a_read_only_run_directory_write_to_out(tmp_path, monkeypatch, capsys):
   run = tmp_path / "run"
-  dataclasses.replace(fake_results("summary"), config=PROPOSITION3).save(run)
+  rbx.save(dataclasses.replace(fake_results("summary"), config=PROPOSITION3), run)
   (run / "config.toml").write_text('family = "rlhf"\ntitle = "Fake"\n[env]\nname = "example1"\n')
   run.chmod(0o555)
   if os.geteuid() == 0:          # root writes anyway: refuse as a read-only file system would
@@ -350,12 +351,12 @@ def test_the_repr_is_short_and_names_the_axes_with_a_summary():
 def test_save_refuses_existing_results_returns_the_path_and_load_round_trips(tmp_path):
   res = fake_results("steps")
   out = tmp_path / "saved"
-  assert res.save(str(out)) == out
+  assert rbx.save(res, str(out)) == out
   with pytest.raises(FileExistsError, match="already holds results.*overwrite=True"):
-    res.save(out)
+    rbx.save(res, out)
   doubled = dataclasses.replace(res, regret=2 * res.regret)
-  assert doubled.save(out, overwrite=True) == out
-  for back in (rbx.load(out), results_lib.Results.load(str(out))):
+  assert rbx.save(doubled, out, overwrite=True) == out
+  for back in (rbx.load(out), rbx.load(str(out))):
     assert back.axes == res.axes and back.coords["agent"].tolist() == ["algorithm1", "vpo"]
     np.testing.assert_array_equal(back.regret, doubled.regret)
   with pytest.raises(FileNotFoundError, match="not an rbx run directory"):
@@ -508,17 +509,17 @@ def test_per_agent_runs_have_their_fields_as_coordinates_columns_and_legends(tmp
   table = "\n".join(report.summary_table(res))
   assert "| algorithm1 |  | 4 |" in table and "| vpo | 5 | 4 |" in table
 
-  res.save(tmp_path / "new")
-  back = results_lib.load(tmp_path / "new")
+  rbx.save(res, tmp_path / "new")
+  back = store.load(tmp_path / "new")
   assert back.runs == res.runs and back.sel(agent="vpo", alpha=1.0).final().shape == (4,)
   old = tmp_path / "old"                     # saved before "runs": read from its config's grid
-  res.save(old)
+  rbx.save(res, old)
   index = json.loads((old / "results.json").read_text())
   del index["runs"]
   (old / "results.json").write_text(json.dumps(index))
   (old / "config.toml").write_text('[[grid]]\nagent = ["algorithm1"]\n'
                                    '[[grid]]\nagent = ["vpo"]\nalpha = [1.0, 5.0]\n')
-  assert results_lib.load(old).runs == res.runs
+  assert store.load(old).runs == res.runs
 
 
 def test_the_report_lists_what_every_agent_shares_once():

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rbx.core import results as results_lib
+from rbx.runs import store
 from helpers import CPU_ONLY, example1_sweep, subprocess_env
 
 pytestmark = CPU_ONLY          # CPU host devices, and Gloo between two CPU processes
@@ -29,7 +29,7 @@ def test_eight_host_devices_match_one_device(tmp_path):
       import jax
       import numpy as np
       import rbx
-      from rbx import config
+      from rbx.runs import config
       from rbx.core import devices
       assert jax.local_device_count() == 8, jax.devices()
       c = config.load(sys.argv[1])
@@ -97,7 +97,7 @@ def test_two_processes_over_localhost_match_one_process(tmp_path):
                           env=subprocess_env(),
                           capture_output=True, text=True, timeout=600)
   assert single.returncode == 0, single.stderr[-3000:]
-  multi, one = results_lib.load(tmp_path / "multi"), results_lib.load(tmp_path / "single")
+  multi, one = store.load(tmp_path / "multi"), store.load(tmp_path / "single")
   assert multi.metadata["processes"] == 2
   np.testing.assert_array_equal(multi.coords["seed"], np.arange(6))
   np.testing.assert_array_equal(multi.regret, one.regret)

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rbx import config, data, neural
+from rbx import data, neural
+from rbx.runs import config
 from rbx.data import cache
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "datasets"

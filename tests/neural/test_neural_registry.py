@@ -77,7 +77,7 @@ def test_get_is_the_family_get_agent():
 def test_environments_load_from_their_declared_parameters():
   env = neural.FAMILY.load_env("synthetic", {"reward": "cosine", "dim": 3, "num_arms": 5})
   assert isinstance(env, neural.SyntheticEnv) and env.spec == neural.Spec(3, 5, 1)
-  X, y = toy_data()                      # arrays: naming a data set is rbx.config's (DATASET)
+  X, y = toy_data()                      # arrays: naming a data set is rbx.runs.config's (DATASET)
   env = neural.FAMILY.load_env("classification", {"features": X, "labels": y})
   assert isinstance(env, neural.ClassificationEnv) and env.spec == neural.Spec(6, 3, 3)
   env, agent = neural.FAMILY.build("classification", {"features": X, "labels": y, "num_arms": 4},

@@ -102,7 +102,7 @@ def test_contextual_environments_take_the_worst_prompt():
 
 
 def test_a_contextual_config_with_proposition3_runs():
-  from rbx import config
+  from rbx.runs import config
   c = config.loads('family = "rlhf"\nseeds = 2\nsteps = 3\n[env]\nname = "contextual"\n'
                    'num_prompts = 5\nnum_actions = 3\ndim = 2\n[agent]\n'
                    'name = "practical_algorithm1"\npolicy = "loglinear"\nschedule = "proposition3"')

@@ -3,7 +3,8 @@ import jax
 import numpy as np
 import pytest
 
-from rbx import config, rlhf
+from rbx import rlhf
+from rbx.runs import config
 from rbx.rlhf import contextual
 
 KEY = jax.random.key(0)

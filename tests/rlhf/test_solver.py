@@ -134,9 +134,9 @@ def test_dc_phase_keeps_a_vertex_start_in_its_basin():
 
 
 def test_closed_form_derivatives_match_autodiff():
-  from rbx.rlhf.solver import _Problem
+  from rbx.rlhf.solver import Problem
   p = PROBLEMS[30]
-  problem = _Problem(*(jnp.asarray(p[k], jnp.float32) for k in ("wins", "pi_ref", "pi_cal")),
+  problem = Problem(*(jnp.asarray(p[k], jnp.float32) for k in ("wins", "pi_ref", "pi_cal")),
                      p["beta"], p["alpha"])
   r = jnp.asarray(np.random.default_rng(0).uniform(0, p["r_max"], 4), jnp.float32)
   grad, lap = problem.derivatives(r)
@@ -150,13 +150,13 @@ def test_closed_form_derivatives_match_autodiff():
 @pytest.mark.parametrize("r_max", [0.5, 10.0, 88.0, 300.0])
 def test_the_likelihood_from_a_exponentials_is_the_dense_one(r_max):
   # For r_max ≤ 88 the solver's ℓ and σ(r_a − r_b) come from the A numbers e^(r − r_max/2)
-  # (`_Problem.ratios`); above, from the A² e^(r_b − r_a). Both against float64, with the
+  # (`Problem.ratios`); above, from the A² e^(r_b − r_a). Both against float64, with the
   # box's corners among the points (the largest spread).
-  from rbx.rlhf.solver import _Problem
+  from rbx.rlhf.solver import Problem
   rng = np.random.default_rng(int(r_max))
   wins = rng.poisson(2.0, (6, 6)).astype(float)
   r = np.concatenate([rng.uniform(0, r_max, (4, 6)), r_max * np.eye(6)[:2]])
-  problem = _Problem(jnp.asarray(wins, jnp.float32), None, None, 0.5, 1.0, jnp.float32(r_max))
+  problem = Problem(jnp.asarray(wins, jnp.float32), None, None, 0.5, 1.0, jnp.float32(r_max))
   for x in r:
     d = x[:, None] - x[None, :]
     sigma = 1.0 / (1.0 + np.exp(-d))                                   # σ(r_a − r_b)
@@ -206,9 +206,9 @@ def test_an_unknown_screen_is_refused_with_the_allowed_values():
 def test_vertex_values_are_the_objective_at_the_vertices():
   # The screen's closed form (products with W, no transcendental a pair) against F itself, at
   # every vertex of A = 4 and at the all-zero row (the centre: F is shift-invariant).
-  from rbx.rlhf.solver import _Problem, _vertices
+  from rbx.rlhf.solver import Problem, _vertices
   p = PROBLEMS[30]
-  problem = _Problem(*(jnp.asarray(p[k], jnp.float32) for k in ("wins", "pi_ref", "pi_cal")),
+  problem = Problem(*(jnp.asarray(p[k], jnp.float32) for k in ("wins", "pi_ref", "pi_cal")),
                      p["beta"], p["alpha"])
   h = jnp.concatenate([jnp.zeros((1, 4)), jnp.asarray(_vertices(4))])
   r_max = jnp.float32(p["r_max"])

@@ -7,14 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def demo_default():
   """`rbx demo` at its default sizes, run once for this file: (printed lines, results)."""
-  from rbx import demo
+  from rbx.runs import demo
   lines = []
   return lines, demo.run(echo=lines.append, progress=False)
 
@@ -45,7 +45,7 @@ def test_demo_reports_the_standard_deviation_with_ddof_1_like_the_report(demo_de
 
 @pytest.mark.parametrize("example,failing", [("example1", "vpo"), ("example2", "xpo")])
 def test_algorithm1_beats_the_failing_scheme_at_equal_alpha(demo_default, example, failing):
-  res = demo_default[1][example]          # 64 seeds, T = 500, α = 3 (`rbx.demo`)
+  res = demo_default[1][example]          # 64 seeds, T = 500, α = 3 (`rbx.runs.demo`)
   a1, other = (res.sel(agent=name).final() for name in ("algorithm1", failing))
   se = lambda f: f.std() / np.sqrt(f.size)
   assert a1.mean() + 2 * se(a1) < other.mean() - 2 * se(other), (a1.mean(), other.mean())

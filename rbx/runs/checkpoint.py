@@ -1,11 +1,11 @@
 """Atomic, self-checking checkpoint files: named NumPy arrays plus JSON metadata in one npz.
 
-`save` writes to `PATH.tmp`, fsyncs it, moves the previous checkpoint to `PATH.prev` and
-renames the new file into place (then fsyncs the directory), so a crash at any moment leaves
-at least one complete checkpoint. The file holds a SHA-256 of every array's name, dtype,
-shape and bytes and of the metadata; `load` recomputes it, so a truncated or corrupted file
-raises `CheckpointError` instead of being used. `load_latest` falls back to `PATH.prev` and
-says why.
+`save` writes a temporary file, fsyncs it, moves the previous checkpoint to `PATH.prev` and
+renames the new file into place (then fsyncs the directory: `rbx._io.atomic_write`), so a
+crash at any moment leaves at least one complete checkpoint. The file holds a SHA-256 of every
+array's name, dtype, shape and bytes and of the metadata; `load` recomputes it, so a
+truncated or corrupted file raises `CheckpointError` instead of being used. `load_latest` falls
+back to `PATH.prev` and says why.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rbx._io import fsync_dir
+from rbx._io import atomic_write
 
 _META = "__meta__"
 
@@ -32,15 +32,8 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> 
   arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
   meta = {**meta, "sha256": _digest(arrays, meta)}
   blob = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8)
-  tmp = path.with_name(path.name + ".tmp")
-  with open(tmp, "wb") as f:
+  with atomic_write(path, keep=previous(path)) as f:
     np.savez(f, **arrays, **{_META: blob})
-    f.flush()
-    os.fsync(f.fileno())
-  if path.exists():
-    os.replace(path, previous(path))
-  os.replace(tmp, path)
-  fsync_dir(path.parent)
 
 
 def load(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:

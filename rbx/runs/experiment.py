@@ -1,9 +1,9 @@
 """`rbx run`: a config into a run directory, checkpointed after every chunk, resumable.
 
 `run(config)` creates the directory (config.toml, metadata.json), runs the sweep with the
-chunked driver and writes the results (`rbx.core.results`); after every chunk the whole
+chunked driver and writes the results (`rbx.runs.store`); after every chunk the whole
 state — the carried agent states, the records and the statistics — is saved atomically to
-checkpoint.npz (`rbx.core.checkpoint`). Ctrl-C (SIGINT) or SIGTERM stops after the current
+checkpoint.npz (`rbx.runs.checkpoint`). Ctrl-C (SIGINT) or SIGTERM stops after the current
 chunk with everything saved (a second Ctrl-C, or one while XLA compiles, stops at once, the
 last checkpoint intact);
 `resume(directory)` continues from the newest good checkpoint, and the results are
@@ -15,12 +15,12 @@ gathered results.
 CONFIG --seeds START:STOP`, one slice per task of a job array) into one run directory, as if
 one run had run all their seeds.
 
-One process runs a directory at a time: `run` and `resume` hold its lock (`rbx.core.rundir`,
+One process runs a directory at a time: `run` and `resume` hold its lock (`rbx.runs.rundir`,
 released by the kernel however the process ends), and a second is refused with the holder's
 pid, host and start time. metadata.json's status is "running" while it runs and then
 "complete", "interrupted" (Ctrl-C or SIGTERM) or "failed", with the error's type, message and
 time, whatever ended it (an exception, MemoryError, a second Ctrl-C); it also records the
-effective value of every parameter, defaults included (`rbx.config.Config.effective`,
+effective value of every parameter, defaults included (`rbx.runs.config.Config.effective`,
 resolved when the config was loaded).
 """
 from __future__ import annotations
@@ -42,12 +42,13 @@ import jaxlib
 import numpy as np
 import tomli_w
 
-import rbx
-from rbx import config as config_lib
-from rbx.core import checkpoint, devices, driver, rundir
+from rbx._version import __version__
+from rbx.core import devices, driver
 from rbx.core import grid as grid_lib
 from rbx.core import sweep as sweep_lib
-from rbx.core import results as results_lib
+from rbx.core.results import Results
+from rbx.runs import checkpoint, rundir, store
+from rbx.runs import config as config_lib
 
 COMPLETE, INTERRUPTED, RUNNING, FAILED = (rundir.COMPLETE, rundir.INTERRUPTED, rundir.RUNNING,
                                          rundir.FAILED)
@@ -72,11 +73,11 @@ def run(config: config_lib.Config, *, progress: bool | str = True, echo: Callabl
       _delete_run(directory)
     _refuse_a_run(directory)                # another process may have run it meanwhile
     if jax.process_index() == 0:
-      (directory / results_lib.CONFIG).write_text(config.text)
+      (directory / store.CONFIG).write_text(config.text)
     return _execute(config, directory, None, progress, echo)
 
 
-RUN_FILES = (results_lib.CONFIG, results_lib.METADATA, results_lib.ARRAYS, results_lib.INDEX,
+RUN_FILES = (store.CONFIG, store.METADATA, store.ARRAYS, store.INDEX,
              "report.md", "checkpoint*.npz*")
 
 
@@ -90,9 +91,9 @@ def _delete_run(directory: Path) -> None:
 
 
 def _refuse_a_run(directory: Path) -> None:
-  meta = directory / results_lib.METADATA
+  meta = directory / store.METADATA
   if jax.process_index() == 0 and meta.exists():
-    if results_lib.read_json(meta).get("status") == COMPLETE:
+    if store.read_json(meta).get("status") == COMPLETE:
       raise FileExistsError(f"{directory} already holds a complete run: run it again with "
                             "--overwrite, or into another directory with --out")
     raise FileExistsError(f"{directory} already holds a run: continue it with `rbx run --resume "
@@ -110,16 +111,16 @@ def resume(directory: str | os.PathLike, *, progress: bool | str = True,
     checkpoint.CheckpointError: every checkpoint is corrupt or belongs to another config.
   """
   directory = Path(directory)
-  if not (directory / results_lib.CONFIG).is_file():
-    raise FileNotFoundError(f"{directory} is not a run directory (no {results_lib.CONFIG})")
+  if not (directory / store.CONFIG).is_file():
+    raise FileNotFoundError(f"{directory} is not a run directory (no {store.CONFIG})")
   with _locked(directory, echo):
     return _resume(directory, progress, echo)
 
 
 def _resume(directory: Path, progress, echo) -> str:
-  config = config_lib.loads((directory / results_lib.CONFIG).read_text(), out=str(directory))
-  meta_path = directory / results_lib.METADATA
-  if meta_path.is_file() and results_lib.read_json(meta_path).get("status") == COMPLETE:
+  config = config_lib.loads((directory / store.CONFIG).read_text(), out=str(directory))
+  meta_path = directory / store.METADATA
+  if meta_path.is_file() and store.read_json(meta_path).get("status") == COMPLETE:
     echo(f"{directory} is already complete")
     return COMPLETE
   path = checkpoint_path(directory)
@@ -131,7 +132,7 @@ def _resume(directory: Path, progress, echo) -> str:
     echo(f"warning: rejected {problem}; using the previous checkpoint")
   if meta["digest"] != config.digest():
     raise checkpoint.CheckpointError(f"{path} was written by a different config than "
-                                     f"{directory / results_lib.CONFIG}")
+                                     f"{directory / store.CONFIG}")
   n_dev = _num_devices(devices.seed_mesh(config.devices))
   if meta["devices"] != n_dev or meta["processes"] != jax.process_count():
     raise checkpoint.CheckpointError(
@@ -148,8 +149,8 @@ def _resume(directory: Path, progress, echo) -> str:
 def _execute(config, directory: Path, start, progress, echo) -> str:
   mesh = devices.seed_mesh(config.devices)
   path = checkpoint_path(directory)
-  meta_path = directory / results_lib.METADATA
-  metadata = (results_lib.read_json(meta_path) if start is not None and meta_path.is_file()
+  meta_path = directory / store.METADATA
+  metadata = (store.read_json(meta_path) if start is not None and meta_path.is_file()
               else _environment(config, mesh))
   segment = {"started": rundir.now()}
   metadata.setdefault("segments", []).append(segment)
@@ -174,7 +175,7 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
                             **config.sweep_options(), progress=progress, start=start,
                             on_chunk=save, stop=stop, compiles=compiles)
     if res.complete and jax.process_index() == 0:
-      res.save(directory, overwrite=True)           # the run's own directory
+      store.save(res, directory, overwrite=True)           # the run's own directory
   except BaseException as e:       # whatever ends the run, its status says so
     _record_end(meta_path, metadata, segment, begin, e, echo)
     raise
@@ -273,7 +274,7 @@ def _environment(config, mesh) -> dict:
   grid = grid_lib.expand(None, config.grid, ())[1]
   return {
       "title": config.title, "family": config.family, "status": RUNNING, "started": rundir.now(),
-      "versions": {"rbx": rbx.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+      "versions": {"rbx": __version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
                    "numpy": np.__version__, "python": sys.version.split()[0]},
       "platform": platform.platform(), "backend": jax.default_backend(),
       "devices": [str(d) for d in jax.devices()], "local_devices_used": _num_devices(mesh),
@@ -292,7 +293,7 @@ def _environment(config, mesh) -> dict:
 
 def _write_metadata(path: Path, metadata: dict) -> None:
   if jax.process_index() == 0:
-    results_lib.write_json(path, metadata)
+    store.write_json(path, metadata)
 
 
 def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = print) -> Path:
@@ -318,12 +319,12 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
     raise FileExistsError(f"{out} exists and is not empty: merge into a new directory")
   configs, slices = [], []
   for d in sources:
-    meta_path = d / results_lib.METADATA
-    status = results_lib.read_json(meta_path).get("status") if meta_path.is_file() else None
-    if status != COMPLETE or not (d / results_lib.INDEX).is_file():
+    meta_path = d / store.METADATA
+    status = store.read_json(meta_path).get("status") if meta_path.is_file() else None
+    if status != COMPLETE or not (d / store.INDEX).is_file():
       raise ValueError(f"cannot merge {d}: it is not a complete run ({rundir.describe(d)})")
-    configs.append(tomllib.loads((d / results_lib.CONFIG).read_text()))
-    slices.append(results_lib.load(d))
+    configs.append(tomllib.loads((d / store.CONFIG).read_text()))
+    slices.append(store.load(d))
   common = [{k: v for k, v in c.items() if k not in ("seeds", "out")} for c in configs]
   for d, c in zip(sources[1:], common[1:]):
     if c != common[0]:
@@ -348,7 +349,7 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
   timing = {k: sum(res.timing[k] for res in slices)
             for k in ("compile_seconds", "run_seconds", "seed_steps")}
   timing["seed_steps_per_second"] = timing["seed_steps"] / max(timing["run_seconds"], 1e-12)
-  merged = results_lib.Results(slices[0].axes, {**slices[0].coords, "seed": seeds[order]},
+  merged = Results(slices[0].axes, {**slices[0].coords, "seed": seeds[order]},
                                **{field: joined}, timing=timing, runs=slices[0].runs)
 
   setting = lambda m: (m.get("local_devices_used"), m.get("sizes", {}).get("seed_batch"),
@@ -372,9 +373,9 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
           for d, res, m in zip(sources, slices, metas)]},
   }
   out.mkdir(parents=True, exist_ok=True)
-  (out / results_lib.CONFIG).write_text(tomli_w.dumps(config))
-  merged.save(out)
-  results_lib.write_json(out / results_lib.METADATA, metadata)
+  (out / store.CONFIG).write_text(tomli_w.dumps(config))
+  store.save(merged, out)
+  store.write_json(out / store.METADATA, metadata)
   echo(f"{out}: {len(sources)} run(s), seeds {_seed_text(seeds[order])}")
   return out
 

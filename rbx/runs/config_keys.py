@@ -1,7 +1,7 @@
 """The reference of every config key (`rbx keys`, docs/config_keys.md): the run keys
-(`rbx.config.RUN_KEYS`) and, per family, every environment's and agent's parameters with
+(`rbx.runs.config.RUN_KEYS`) and, per family, every environment's and agent's parameters with
 their kind, default and meaning, read from the registries (`rbx.core.registry`), so the page
-says what `rbx.config.load` checks. Only what rbx itself registers is listed (one's own
+says what `rbx.runs.config.load` checks. Only what rbx itself registers is listed (one's own
 agents: their `FAMILY.agent(...)` declarations).
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import inspect
 
 import numpy as np
 
-from rbx import config as config_lib
+from rbx.runs import config as config_lib
 from rbx.core import registry
 from rbx.core.registry import BOOL, INT, REAL, STR, TABLE, VECTOR, Entry, Param
 
@@ -21,7 +21,7 @@ _KINDS = {REAL: "real", INT: "integer", STR: "string", BOOL: "bool", VECTOR: "li
 HEAD = f"""# Config keys
 
 Every key of a sweep config (TOML, `rbx run`; docs/runs.md), generated from the registries
-by `rbx keys` (`rbx.config_keys.reference`): do not edit; regenerate with
+by `rbx keys` (`rbx.runs.config_keys.reference`): do not edit; regenerate with
 `rbx keys > {PAGE}`. A parameter is set once, in [env], [agent] or [grid] (a list of
 values, or several `[[grid]]` tables: per-agent grids), and goes to whichever of the
 environment and the agents declare it. Real parameters are traced, so a grid over them runs

@@ -2,7 +2,7 @@
 
 A config names a family, an environment, agents, a hyperparameter grid and how to run (every
 key with its kind, default and meaning: docs/config_keys.md, printed by `rbx keys` from
-`RUN_KEYS` and the registries, `rbx.config_keys`):
+`RUN_KEYS` and the registries, `rbx.runs.config_keys`):
 
 ```toml
 import = ["my_agents"]       # optional: modules (names, or .py files relative to this
@@ -90,7 +90,7 @@ classification bandit) is given them here: its [env] table names a data set with
 
 A `Config` is complete once `load` returns it: its `build` (`rbx.core.registry.Build`) and
 `effective` values are resolved there, once, so `rbx.core` gets plain values and never
-calls back into this module (which sits above it, below `rbx.experiment` and `rbx.cli`).
+calls back into this module (which sits above it, below `rbx.runs.experiment` and `rbx.cli`).
 """
 from __future__ import annotations
 

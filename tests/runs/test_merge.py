@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import rbx
-from rbx import cli, experiment
-from rbx.core import results
+from rbx import cli
+from rbx.runs import experiment, store
 
 # Example 1, two agents; every slice in batches of 2 seeds on one device, as the whole run.
 CONFIG = """
@@ -68,8 +68,8 @@ def test_merged_slices_equal_one_run_over_all_the_seeds_bit_for_bit(runs, tmp_pa
 
 def test_merge_refuses_another_config(runs, tmp_path):
   other = shutil.copytree(runs["2:4"], tmp_path / "other")
-  text = (other / results.CONFIG).read_text()
-  (other / results.CONFIG).write_text(text.replace("steps = 6", "steps = 7"))
+  text = (other / store.CONFIG).read_text()
+  (other / store.CONFIG).write_text(text.replace("steps = 6", "steps = 7"))
   with pytest.raises(ValueError, match=r"configs differ in steps \(slices of one run differ in "
                                        r"seeds only\)"):
     experiment.merge([runs["0:2"], other], tmp_path / "merged")
@@ -77,8 +77,8 @@ def test_merge_refuses_another_config(runs, tmp_path):
 
 def test_merge_notes_slices_run_on_other_device_counts(runs, tmp_path):
   other = shutil.copytree(runs["2:4"], tmp_path / "other")
-  meta = results.read_json(other / results.METADATA)
-  results.write_json(other / results.METADATA, {**meta, "local_devices_used": 2})
+  meta = store.read_json(other / store.METADATA)
+  store.write_json(other / store.METADATA, {**meta, "local_devices_used": 2})
   said = []
   experiment.merge([runs["0:2"], other], tmp_path / "merged", echo=said.append)
   assert said[0].startswith("note:") and "to float32 rounding, not bit for bit" in said[0]
@@ -95,7 +95,7 @@ def test_merge_refuses_an_unfinished_run_and_takes_it_resumed(runs, tmp_path, mo
   polls = iter([False, False])             # Ctrl-C during the first chunk (as test_cli)
   monkeypatch.setattr(experiment._StopOnSignal, "__call__", lambda self: next(polls, True))
   stopped = tmp_path / "stopped"
-  assert cli.main(["run", str(runs["2:4"] / results.CONFIG), "--out", str(stopped),
+  assert cli.main(["run", str(runs["2:4"] / store.CONFIG), "--out", str(stopped),
                    "--no-progress"]) == cli.EXIT_INTERRUPTED
   assert cli.main(["merge", str(runs["0:2"]), str(stopped), "--out", str(tmp_path / "m")]) == 2
   err = capsys.readouterr().err

@@ -14,10 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rbx import config, experiment
-from rbx.core import checkpoint, driver, protocol
-from rbx.core import results as results_lib
+from rbx.core import driver, protocol
 from rbx.core.grid import Grid
+from rbx.runs import checkpoint, config, experiment, store
 from helpers import example1_sweep
 
 ROOT = Path(__file__).parents[2]
@@ -104,7 +103,7 @@ def reference(tmp_path_factory):
   path.write_text(CONFIG)
   assert experiment.run(config.load(path, out=str(root / "ref")), progress=False,
                         echo=lambda s: None) == experiment.COMPLETE
-  return path, results_lib.load(root / "ref")
+  return path, store.load(root / "ref")
 
 
 def test_the_run_records_its_seed_batch_and_why(reference):
@@ -138,7 +137,7 @@ def test_sigkill_mid_run_then_resume_is_bit_identical(reference, tmp_path):
   assert proc.wait() == -signal.SIGKILL
   assert not (out / "results.json").exists()           # it really died mid-run
   assert experiment.resume(out, progress=False, echo=lambda s: None) == experiment.COMPLETE
-  res = results_lib.load(out)
+  res = store.load(out)
   assert res.axes == ("beta", "seed", "step") and res.regret.shape == (2, 4, 240)
   np.testing.assert_array_equal(res.regret, ref.regret)
   assert len(res.metadata["segments"]) == 2 and res.metadata["status"] == "complete"
@@ -157,9 +156,9 @@ def test_ctrl_c_stops_after_a_chunk_and_bad_checkpoints_are_reported(reference, 
   log = proc.communicate(timeout=120)[0].decode()
   assert proc.returncode == 130, log
   assert "stopping after this chunk" in log and "--resume" in log
-  assert results_lib.read_json(out / "metadata.json")["status"] == "interrupted"
+  assert store.read_json(out / "metadata.json")["status"] == "interrupted"
   with pytest.raises(FileNotFoundError, match="was interrupted at .*--resume"):
-    results_lib.load(out)
+    store.load(out)
 
   # a changed config, and both checkpoints corrupt, are refused before anything runs
   changed = tmp_path / "changed"
@@ -184,7 +183,7 @@ def test_ctrl_c_stops_after_a_chunk_and_bad_checkpoints_are_reported(reference, 
   notes = []
   assert experiment.resume(out, progress=False, echo=notes.append) == experiment.COMPLETE
   assert any("rejected" in n and "checkpoint.npz" in n for n in notes), notes
-  np.testing.assert_array_equal(results_lib.load(out).regret, ref.regret)
+  np.testing.assert_array_equal(store.load(out).regret, ref.regret)
 
 
 def test_run_refuses_a_directory_that_holds_a_run(reference):

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from helpers import toy_data
-from rbx import cli, config, config_keys, data, neural
+from rbx import cli, data, neural
+from rbx.runs import config, config_keys
 from rbx.core import registry
 
-CONFIGS = Path(__file__).parents[1] / "configs"
-DATASETS = Path(__file__).parents[2] / "shared" / "datasets"
+CONFIGS = Path(__file__).parents[2] / "configs"
+DATASETS = Path(__file__).parents[3] / "shared" / "datasets"
 
 
 def make(top="", env='name = "example1"\nbeta = 0.5', agent='name = "vpo"\nalpha = 1.0', grid="",

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import rbx
-from rbx import cli, config, experiment, report, rlhf
-from rbx.core import Agent, memory, registry, rundir
-from rbx.core import results as results_lib
+from rbx import cli, rlhf
+from rbx.core import Agent, memory, registry
 from rbx.core import sweep as sweep_lib
+from rbx.runs import config, experiment, report, rundir, store
 from helpers import example1_sweep
 
 ROOT = Path(__file__).parents[2]
@@ -80,10 +80,10 @@ def test_a_sweep_too_big_for_the_machine_is_refused_before_it_allocates(tmp_path
   assert not (tmp_path / "out").exists()
   copied = tmp_path / "copied"
   copied.mkdir()
-  (copied / results_lib.CONFIG).write_text(HUGE)
+  (copied / store.CONFIG).write_text(HUGE)
   with pytest.raises(config.ConfigError, match="host memory"):
     experiment.resume(copied, progress=False, echo=quiet)
-  assert not (copied / results_lib.METADATA).exists()        # no status "running" left
+  assert not (copied / store.METADATA).exists()        # no status "running" left
 
 
 def test_the_estimate_adds_up_the_records_the_state_and_a_chunk():
@@ -133,7 +133,7 @@ def test_a_run_that_dies_records_why(tmp_path, monkeypatch, error, status):
   cfg = config.loads(SMALL, out=str(tmp_path / "run"))
   with pytest.raises(type(error)):
     experiment.run(cfg, progress=False, echo=quiet)
-  meta = results_lib.read_json(tmp_path / "run" / results_lib.METADATA)
+  meta = store.read_json(tmp_path / "run" / store.METADATA)
   assert meta["status"] == status and meta["error"]["type"] == type(error).__name__
   assert meta["error"]["time"] and meta["segments"][-1]["error"] == meta["error"]
   if status == "failed":
@@ -151,16 +151,16 @@ def test_a_failed_run_with_a_checkpoint_is_reported_and_resumes(tmp_path, monkey
   cfg = config.loads(SMALL, out=str(out))
   with pytest.raises(RuntimeError):
     experiment.run(cfg, progress=False, echo=quiet)
-  assert results_lib.read_json(out / results_lib.METADATA)["status"] == "failed"
+  assert store.read_json(out / store.METADATA)["status"] == "failed"
   with pytest.raises(FileNotFoundError, match="RuntimeError: disk on fire; continue it from its "
                      "last checkpoint with `rbx run --resume"):
     report.write(out)
   monkeypatch.undo()
   assert experiment.resume(out, progress=False, echo=quiet) == experiment.COMPLETE
-  meta = results_lib.read_json(out / results_lib.METADATA)
+  meta = store.read_json(out / store.METADATA)
   assert meta["status"] == "complete" and "error" not in meta
   assert meta["segments"][0]["error"]["message"] == "disk on fire"      # the history stays
-  assert np.isfinite(results_lib.load(out).regret).all()
+  assert np.isfinite(store.load(out).regret).all()
 
 
 # ------------------------------------------------------------------ one process per directory
@@ -169,8 +169,6 @@ HOLDER = """
 import importlib.util, sys, time
 spec = importlib.util.spec_from_file_location("rundir", sys.argv[1])
 rundir = importlib.util.module_from_spec(spec)
-sys.modules["rbx.core.results"] = type(sys)("stub")
-sys.modules["rbx.core.results"].METADATA = "metadata.json"
 spec.loader.exec_module(rundir)
 with rundir.hold(sys.argv[2]):
   print("held", flush=True)
@@ -190,7 +188,7 @@ def test_a_locked_directory_is_refused_and_a_killed_holder_is_detected(tmp_path)
   assert experiment.run(cfg, progress=False, echo=quiet) == experiment.COMPLETE
 
   # a holder killed with SIGKILL leaves its name but no lock: the next run proceeds, and says so
-  proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(ROOT / "rbx/core/rundir.py"),
+  proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(ROOT / "rbx/runs/rundir.py"),
                            str(lock)], stdout=subprocess.PIPE, text=True)
   try:
     assert proc.stdout.readline().strip() == "held"
@@ -211,10 +209,10 @@ def test_a_locked_directory_is_refused_and_a_killed_holder_is_detected(tmp_path)
 def test_a_killed_run_is_reported_as_killed(tmp_path):
   cfg = config.loads(SMALL, out=str(tmp_path / "run"))
   experiment.run(cfg, progress=False, echo=quiet)
-  meta_path = tmp_path / "run" / results_lib.METADATA
-  meta = results_lib.read_json(meta_path)
-  results_lib.write_json(meta_path, {**meta, "status": "running"})    # as SIGKILL leaves it
-  (tmp_path / "run" / results_lib.INDEX).unlink()
+  meta_path = tmp_path / "run" / store.METADATA
+  meta = store.read_json(meta_path)
+  store.write_json(meta_path, {**meta, "status": "running"})    # as SIGKILL leaves it
+  (tmp_path / "run" / store.INDEX).unlink()
   with pytest.raises(FileNotFoundError, match="still 'running' but no process holds its lock: "
                      "it was killed.*nothing to resume"):
     report.write(tmp_path / "run")
@@ -228,7 +226,7 @@ def test_a_killed_run_is_reported_as_killed(tmp_path):
 def test_every_effective_parameter_is_recorded_and_reported(tmp_path):
   cfg = config.loads(SMALL, out=str(tmp_path / "run"))
   assert experiment.run(cfg, progress=False, echo=quiet) == experiment.COMPLETE
-  effective = results_lib.read_json(tmp_path / "run" / results_lib.METADATA)["effective"]
+  effective = store.read_json(tmp_path / "run" / store.METADATA)["effective"]
   assert effective == {"env": {"name": "example1", "p": 0.0, "beta": 0.5,    # r_max is swept
                                "learner_r_max": None},                    # None: r_max
                        "agent": {"reference": {"mix": 0.25}}}
@@ -242,4 +240,4 @@ def test_rbx_run_out_of_memory_is_a_message_and_a_status(tmp_path, monkeypatch, 
   path.write_text(SMALL)
   assert cli.main(["run", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
   assert "rbx run: out of memory (Unable to allocate 8 GiB)" in capsys.readouterr().err
-  assert results_lib.read_json(tmp_path / "run" / results_lib.METADATA)["status"] == "failed"
+  assert store.read_json(tmp_path / "run" / store.METADATA)["status"] == "failed"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 COMPLETE, INTERRUPTED, RUNNING, FAILED = "complete", "interrupted", "running", "failed"
 LOCK = "run.lock"
-METADATA = "metadata.json"       # the status, with the run's settings (`rbx.experiment`)
+METADATA = "metadata.json"       # the status, with the run's settings (`rbx.runs.experiment`)
 
 
 class LockedError(OSError):

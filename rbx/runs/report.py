@@ -1,6 +1,6 @@
-"""`rbx report DIR`: a Markdown summary of a run directory (`rbx.experiment`) — what ran,
+"""`rbx report DIR`: a Markdown summary of a run directory (`rbx.runs.experiment`) — what ran,
 where and how fast, R(T) per grid point with its 95% CI (clipped at 0) and quantiles, the
-regret exponents, and the plots (`rbx.core.plots`). It sits beside `rbx.experiment`, above
+regret exponents, and the plots (`rbx.core.plots`). It sits beside `rbx.runs.experiment`, above
 the shared machinery of `rbx.core` that it reads with.
 
 An interrupted run, or one still running (no results yet, a checkpoint), is reported from its
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rbx import config as config_lib
-from rbx import experiment
-from rbx.core import checkpoint, plots, registry, rundir
+from rbx.core import plots, registry
 from rbx.core import results as results_lib
 from rbx.core.grid import Grid, expand, run_table
 from rbx.core.record import Recorder
+from rbx.runs import checkpoint, experiment, rundir, store
+from rbx.runs import config as config_lib
 
 REPORT = "report.md"
 
@@ -43,7 +43,7 @@ def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
 
 
 def load(directory: str | os.PathLike) -> results_lib.Results:
-  """The run's results: the finished run's (`rbx.core.results.load`), or an interrupted or
+  """The run's results: the finished run's (`rbx.runs.store.load`), or an interrupted or
   running run's so far, from its newest good checkpoint (`partial`).
 
   Raises:
@@ -52,20 +52,20 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
     checkpoint.CheckpointError: the checkpoints are corrupt or from another config.
   """
   directory = Path(directory)
-  if (directory / results_lib.INDEX).is_file():
-    return results_lib.load(directory)
+  if (directory / store.INDEX).is_file():
+    return store.load(directory)
   path = experiment.checkpoint_path(directory)
-  meta_path = directory / results_lib.METADATA
-  status = results_lib.read_json(meta_path).get("status") if meta_path.is_file() else None
+  meta_path = directory / store.METADATA
+  status = store.read_json(meta_path).get("status") if meta_path.is_file() else None
   if (status not in (rundir.INTERRUPTED, rundir.RUNNING)
       or not (path.exists() or checkpoint.previous(path).exists())):
     raise FileNotFoundError(rundir.describe(directory))
-  text = (directory / results_lib.CONFIG).read_text()
+  text = (directory / store.CONFIG).read_text()
   config = config_lib.loads(text, out=str(directory))
   arrays, meta, _ = checkpoint.load_latest(path)
   if meta["digest"] != config.digest():
     raise checkpoint.CheckpointError(f"{path} was written by a different config than "
-                                     f"{directory / results_lib.CONFIG}")
+                                     f"{directory / store.CONFIG}")
   grid = Grid(*expand(None, config.grid, config.static())[1:])
   recorder = Recorder(config.record, config.steps,
                       (len(grid.combos()), grid.num_points, config.seeds.size), config.log_points)
@@ -74,7 +74,7 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   return partial(results_lib.from_records(
       grid, config.seeds, recorder, recorder.data, complete=False, timing=meta["stats"],
       config=tomllib.loads(text),
-      metadata={**results_lib.read_json(meta_path), plots.REACHED: reached},
+      metadata={**store.read_json(meta_path), plots.REACHED: reached},
       runs=run_table(config.grid)))
 
 
@@ -221,7 +221,7 @@ def summary_table(res: results_lib.Results) -> list[str]:
 
 
 def _effective(effective: dict, config: dict) -> str:
-  """`rbx.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); every
+  """`rbx.runs.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); every
   agent (solver = (...)); algorithm1 (...); vpo": what several agents share with the same
   value (the solver's settings) is listed once, under "every agent". A value that the config
   sets in [env] only (Example 2's kappa) is the environment's: it is listed there, not under
