@@ -390,6 +390,8 @@ def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_step
         "current": lambda: state.log_pi, "reference": lambda: jnp.log(task.pi_ref),
         "fixed": lambda: jnp.log(task.pi_cal if pi_cal is None else jnp.broadcast_to(
             jnp.asarray(pi_cal, jnp.float32), (X, A)))})
+    if not scheme.bonus:                           # α ≡ 0: the bonus at no prompt
+      return jnp.zeros(0, jnp.int32), jnp.zeros((0, A)), jnp.zeros(0)
     if cal_prompts is not None:                    # k prompts from ρ, exact over the answers
       xs = jax.random.categorical(_keys(key)[2], jnp.log(task.rho), shape=(cal_prompts,))
       return xs, jnp.exp(log_cal[xs]), jnp.full(cal_prompts, 1.0 / cal_prompts)
