@@ -97,6 +97,21 @@ class LinearData(NamedTuple):
     """1 for the filled rows, 0 for the others, (n,)."""
     return (jnp.arange(self.z.shape[0]) < self.count).astype(self.z.dtype)
 
+  def add(self, z: chex.Array) -> LinearData:
+    """The data with one more comparison z (d,), written at row `count`.
+
+    The capacity is z's rows, n: the horizon the agent's `init` receives, so a run of that
+    many rounds never overflows. Past it the row is dropped (an out-of-bounds write) but
+    `count` keeps counting, so `dropped` reports the loss under jit and vmap, with no host
+    callback; the fit then uses the first n comparisons.
+    """
+    return LinearData(self.z.at[self.count].set(z, mode="drop"), self.count + 1)
+
+  @property
+  def dropped(self) -> chex.Array:
+    """How many comparisons were added past the capacity and lost: 0 while none were."""
+    return jnp.maximum(self.count - self.z.shape[0], 0)
+
 
 class Point(NamedTuple):
   """θ (d,) with its rewards r = φθ (X, A) and comparison margins s = Zθ (n,)."""

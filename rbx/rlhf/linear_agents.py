@@ -41,7 +41,7 @@ class LinearState(NamedTuple):
 
   Attributes:
     theta_prev: θ^(t−1), (d,) (Algorithm 1 samples a1 from π_{θ^(t−1)}).
-    data: the comparisons so far (`LinearData`, capacity T).
+    data: the comparisons so far (`LinearData`, capacity T: `init`'s horizon; `LinearData.add`).
     log_pi: log π^(t) = log π_{r_θ}, (X, A).
     t: the iteration t about to run, starting at 1; int32 scalar.
     basins: the previous step's distinct search end points, best first (θ^(t) = `theta`
@@ -128,7 +128,7 @@ def _make(name, alpha, pi_cal, solver):
     del key
     phi = task.features[obs.x]
     z = jnp.where(a1_wins, 1.0, -1.0) * (phi[query.a1] - phi[query.a2])
-    data = LinearData(state.data.z.at[state.data.count].set(z), state.data.count + 1)
+    data = state.data.add(z)
     cal = cal_policy(state, task)
     cal_mean = feature_mean(task.rho[:, None] * cal, task.features)
     problem = LinearProblem(task.features, jnp.log(task.pi_ref), task.rho, task.beta,

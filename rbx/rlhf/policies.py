@@ -4,6 +4,7 @@ A `Policy` is two pure functions, with its static sizes closed over by its const
 
     params = policy.init(task)                 # θ before the first round
     log_pi = policy.log_probs(params, task)    # log π_θ(· | x) for every prompt, (X, A)
+    rows = policy.log_probs_at(params, task, xs)   # log π_θ(· | x) at prompts xs (n,), (n, A)
 
 Every prompt's row is normalised (a `log_softmax`), so the implicit reward
 r_θ(x, a) = β log π_θ(a|x)/π_ref(a|x) has Σ_a π_ref(a|x) e^{r_θ(x,a)/β} = 1 exactly, the
@@ -36,11 +37,14 @@ class Policy(NamedTuple):
     init: the parameters before round 1 from the learner's `Task` (shapes from its π_ref).
     log_probs: log π_θ(a | x) of every prompt and answer, shape (X, A), rows normalised.
     reference: θ_ref, parameters with π_θ = π_ref (the ℓ2 penalty's centre), same shape as θ.
+    log_probs_at: `log_probs_at(θ, task, xs)` = `log_probs(θ, task)[xs]` for prompt indices
+      xs (n,), shape (n, A), computed at those prompts only (O(n A d) for the log-linear one).
   """
   name: str
   init: Callable[[Any], Any]
   log_probs: Callable[[Any, Any], chex.Array]
   reference: Callable[[Any], Any]
+  log_probs_at: Callable[[Any, Any, chex.Array], chex.Array]
 
 
 def tabular(pi_init=None) -> Policy:
@@ -61,7 +65,10 @@ def tabular(pi_init=None) -> Policy:
     del task
     return jax.nn.log_softmax(theta, axis=-1)
 
-  return Policy("tabular", init, log_probs, lambda task: jnp.log(task.pi_ref))
+  def log_probs_at(theta, task, xs) -> chex.Array:
+    return log_probs(theta[xs], task)
+
+  return Policy("tabular", init, log_probs, lambda task: jnp.log(task.pi_ref), log_probs_at)
 
 
 def loglinear() -> Policy:
@@ -81,7 +88,10 @@ def loglinear() -> Policy:
   def log_probs(theta, task) -> chex.Array:
     return jax.nn.log_softmax(jnp.log(task.pi_ref) + features(task) @ theta / task.beta, axis=-1)
 
-  return Policy("loglinear", init, log_probs, init)
+  def log_probs_at(theta, task, xs) -> chex.Array:
+    return log_probs(theta, task._replace(pi_ref=task.pi_ref[xs], features=features(task)[xs]))
+
+  return Policy("loglinear", init, log_probs, init, log_probs_at)
 
 
 POLICIES: dict[str, Callable[..., Policy]] = {"tabular": tabular, "loglinear": loglinear}

@@ -80,9 +80,19 @@ agent             a1 ~         a2 ~         π_cal                = in practice
 With π_cal = π_ref and one comparison, L is TRL's XPO loss −log σ(β Δ) + α_XPO log π_θ(y_ref)
 with α_XPO = α β, up to the constant −α β log π_ref(y_ref) (so the same gradient), and it is
 SELM's `optimistic_dpo_loss` −log σ(β Δ) + α β log π_θ(y_ref)/π_ref(y_ref) exactly (SELM's
-α is this α). The agents keep the win counts `wins[x, a, b]`, the sufficient statistics of
-ℓ (DPO over the whole D^(t), as (3.2a)), so a round costs train_steps × O(|X| A²) plus the
-policy's forward pass, whatever t is.
+α is this α).
+
+**Cost** (`data`, `cal_prompts`). The DPO term is over the whole D^(t), as (3.2a). By default
+(`data="counts"`) the agents keep the win counts `wins[x, a, b]`, its sufficient statistics,
+so an optimiser step reads all |X| A² counts and every prompt's log π_θ, whatever t is.
+`data="buffer"` keeps the comparisons one by one (`Comparisons`: x_t, a+, a−; capacity the
+horizon `init` receives) and computes log π_θ(·|x) at the buffer's prompts only
+(`Policy.log_probs_at`): O(T A d) a step for the log-linear policy at horizon T, whatever |X|
+is, and the same loss and gradient to float32 rounding. The bonus then costs O(|X| A d) a step
+only where it is exact over all prompts (`cal_samples=None`); the sampled estimates at x_t and
+`cal_prompts=k` — the exact E_{a∼π_cal} at k prompts drawn from ρ with the round's calibration
+key, weight 1/k each, the bonus on a batch's prompts as practitioners compute it, unbiased for
+E_{x∼ρ} — cost O(k A d). The deployed π^(t) is computed at every prompt once a round.
 """
 from __future__ import annotations
 
@@ -115,14 +125,15 @@ class PracticalState(NamedTuple):
   Attributes:
     params: the policy's parameters θ (`rbx.rlhf.policies`).
     opt_state: the optax state of the optimiser over θ.
-    wins: win counts, `wins[x, a, b]` = times a was preferred over b at prompt x, (X, A, A).
+    data: the comparisons D^(t): win counts `wins[x, a, b]` = times a was preferred over b at
+      prompt x, (X, A, A) (`data="counts"`), or a `Comparisons` buffer (`data="buffer"`).
     log_pi: log π^(t), the deployed policy, (X, A).
     log_pi_prev: log π^(t-1), (X, A) (Algorithm 1 samples a1 from it).
     t: the round t about to run, starting at 1; int32 scalar.
   """
   params: Any
   opt_state: Any
-  wins: chex.Array
+  data: Any
   log_pi: chex.Array
   log_pi_prev: chex.Array
   t: chex.Array
@@ -170,27 +181,78 @@ def dpo_loss(log_pi: chex.Array, log_ref: chex.Array, wins: chex.Array, beta) ->
   return -jnp.sum(jax.vmap(objectives.log_likelihood)(r, wins))
 
 
-def loss(log_pi: chex.Array, log_ref: chex.Array, wins: chex.Array, beta, alpha,
-         pi_cal: chex.Array, weights: chex.Array) -> chex.Array:
-  """L(θ) = DPO(θ; D) − α Σ_x w(x) J*(r_θ(x); π_cal(x))
-          = DPO(θ; D) + α β Σ_x w(x) Σ_a π_cal(a|x) log π_θ(a|x)/π_ref(a|x),
+class Comparisons(NamedTuple):
+  """The comparisons D^(t) one by one: prompt x_i, winner a+_i and loser a−_i, each (T,) int32,
+  of which the first `count` are filled (the rest are masked).
+
+  The capacity T is the horizon the agent's `init` receives, so a run of that many rounds
+  never overflows; past it `add` drops the comparison (an out-of-bounds write) but `count`
+  keeps counting, so `dropped` reports the loss under jit and vmap (as `LinearData`).
+  """
+  x: chex.Array
+  winner: chex.Array
+  loser: chex.Array
+  count: chex.Array
+
+  @classmethod
+  def empty(cls, capacity: int) -> Comparisons:
+    zeros = jnp.zeros(capacity, jnp.int32)
+    return cls(zeros, zeros, zeros, jnp.zeros((), jnp.int32))
+
+  def add(self, x, winner, loser) -> Comparisons:
+    """The buffer with (x, a+, a−) written at row `count`."""
+    put = lambda rows, v: rows.at[self.count].set(v, mode="drop")
+    return Comparisons(put(self.x, x), put(self.winner, winner), put(self.loser, loser),
+                       self.count + 1)
+
+  def mask(self) -> chex.Array:
+    """True for the filled rows, (T,)."""
+    return jnp.arange(self.x.shape[0]) < self.count
+
+  @property
+  def dropped(self) -> chex.Array:
+    """How many comparisons were added past the capacity and lost: 0 while none were."""
+    return jnp.maximum(self.count - self.x.shape[0], 0)
+
+
+def dpo_loss_buffer(log_pi: chex.Array, log_ref: chex.Array, data: Comparisons,
+                    beta) -> chex.Array:
+  """DPO(θ; D) of `dpo_loss` from the comparisons one by one: O(T) given the rows.
+
+  Args:
+    log_pi, log_ref: log π_θ and log π_ref at the buffer's prompts `data.x`, (T, A).
+    data: the comparisons (`Comparisons`, capacity T; unfilled rows are masked).
+  Returns:
+    scalar ≥ 0: Σ_i −log σ(r_θ(x_i, a+_i) − r_θ(x_i, a−_i)) over the filled rows.
+  """
+  r = implicit_reward(log_pi, log_ref, beta)
+  rows = jnp.arange(r.shape[0])
+  margin = r[rows, data.winner] - r[rows, data.loser]
+  return -jnp.sum(jnp.where(data.mask(), jax.nn.log_sigmoid(margin), 0.0))
+
+
+def loss(dpo, log_pi: chex.Array, log_ref: chex.Array, beta, alpha, pi_cal: chex.Array,
+         weights: chex.Array) -> chex.Array:
+  """L(θ) = DPO(θ; D) − α Σ_i w_i J*(r_θ(x_i); π_cal(x_i))
+          = DPO(θ; D) + α β Σ_i w_i Σ_a π_cal(a|x_i) log π_θ(a|x_i)/π_ref(a|x_i),
   minus the objective (3.1a)/(3.2a) at r = r_θ (module docstring; the agents add the ℓ2 term).
 
   Args:
-    log_pi, log_ref: log π_θ and log π_ref, (X, A).
-    wins: win counts, (X, A, A).
+    dpo: DPO(θ; D), the scalar of `dpo_loss` or `dpo_loss_buffer`.
+    log_pi, log_ref: log π_θ and log π_ref at the bonus's prompts x_i, (m, A): every prompt
+      (m = X), the round's (m = 1) or m drawn from ρ.
     beta, alpha: β and the bonus weight α_t, scalars.
-    pi_cal: π_cal per prompt, (X, A), exact or the empirical distribution of samples.
-    weights: w(x), the estimate of E_{x∼ρ}: ρ itself, or one-hot at the round's prompt, (X,).
+    pi_cal: π_cal at those prompts, (m, A), exact or the empirical distribution of samples.
+    weights: w_i, the estimate of E_{x∼ρ}: ρ itself (m = X), 1, or 1/m each, (m,).
   Returns:
     the scalar loss.
   """
-  bonus = jnp.dot(weights, implicit_J_star(log_pi, log_ref, pi_cal, beta))
-  return dpo_loss(log_pi, log_ref, wins, beta) - alpha * bonus
+  return dpo - alpha * jnp.dot(weights, implicit_J_star(log_pi, log_ref, pi_cal, beta))
 
 
 def online_dpo(policy: str = "tabular", optimizer: str = "adam", learning_rate=0.1,
-               train_steps: int = 20, clip: bool = False, pi_init=None, l2=L2) -> Agent:
+               train_steps: int = 20, clip: bool = False, pi_init=None, l2=L2,
+               data: str = "counts") -> Agent:
   """Online DPO (α = 0): a1, a2 ~ π^(t), `train_steps` optax steps on DPO(θ; D^(t)) per
   round; the no-exploration control (the practical `rbx.rlhf.greedy`).
 
@@ -201,62 +263,76 @@ def online_dpo(policy: str = "tabular", optimizer: str = "adam", learning_rate=0
     clip: bound the implicit reward to the box, smoothly (`clip_to_box`).
     pi_init: π^(1) of the tabular policy, (A,) or (X, A); default π_ref.
     l2: λ ≥ 0 of the penalty (λ/2)‖θ − θ_ref‖² (module docstring: why it is on by default).
+    data: the DPO term's form (module docstring, "Cost"): "counts" (win counts, O(|X| A²) a
+      step; the default) or "buffer" (the comparisons one by one, O(T A d) for the log-linear
+      policy at horizon T; the same loss to float32 rounding).
   """
   return _make("online_dpo", 0.0, None, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, None, l2)
+               learning_rate, train_steps, clip, pi_init, None, None, l2, data, None)
 
 
 def xpo(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-        cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2) -> Agent:
+        cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2,
+        data: str = "counts", cal_prompts: int | None = None) -> Agent:
   """XPO's loss (Xie et al. 2025; TRL's XPOTrainer): a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref.
 
   TRL's `alpha` is α β here. `cal_samples`: 0 estimates E_{π_ref} by the round's a2 (TRL's
-  y_ref), k ≥ 1 by k fresh draws at x_t, None exactly. Other arguments as `online_dpo`.
+  y_ref), k ≥ 1 by k fresh draws at x_t, None exactly; `cal_prompts=k` (with
+  `cal_samples=None`) takes the exact E_{π_cal} at k prompts drawn from ρ instead of all of
+  them (module docstring). Other arguments as `online_dpo`.
   """
   return _make("xpo", alpha, cal_samples, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, None, l2)
+               learning_rate, train_steps, clip, pi_init, None, None, l2, data, cal_prompts)
 
 
 def selm(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
          optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-         cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2) -> Agent:
+         cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2,
+         data: str = "counts", cal_prompts: int | None = None) -> Agent:
   """SELM's loss (Zhang et al. 2025, `optimistic_dpo_loss`): the same as `xpo` in this model
   (SELM's α is this α)."""
   return xpo(alpha, policy, optimizer, learning_rate, train_steps, cal_samples, clip,
-             pi_init, l2)._replace(name="selm")
+             pi_init, l2, data, cal_prompts)._replace(name="selm")
 
 
 def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tabular",
         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-        cal_samples: int | None = 1, clip: bool = False, pi_init=None, l2=L2) -> Agent:
+        cal_samples: int | None = 1, clip: bool = False, pi_init=None, l2=L2,
+        data: str = "counts", cal_prompts: int | None = None) -> Agent:
   """VPO's loss (Cen et al. 2025): a1, a2 ~ π^(t), a fixed calibration policy π_cal.
 
   `pi_cal` defaults to the task's (Example 1's (1 − 2p, p, p), else π_ref). Neither answer is
-  drawn from π_cal, so `cal_samples` must be k ≥ 1 fresh draws or None (exact).
+  drawn from π_cal, so `cal_samples` must be k ≥ 1 fresh draws or None (exact, over all
+  prompts or `cal_prompts` drawn from ρ). Other arguments as `xpo`.
   """
   if cal_samples == 0:
     raise ValueError("cal_samples=0 estimates E_{π_cal} by the round's answer drawn from π_cal, "
                      "and VPO draws none from it: use cal_samples >= 1 or None (exact)")
   return _make("vpo", alpha, cal_samples, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, pi_cal, l2)
+               learning_rate, train_steps, clip, pi_init, None, pi_cal, l2, data, cal_prompts)
 
 
 def algorithm1(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
                optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
                cal_samples: int | None = 0, clip: bool = False, pi_init=None,
-               pi_prev_init=None, l2=L2) -> Agent:
+               pi_prev_init=None, l2=L2, data: str = "counts",
+               cal_prompts: int | None = None) -> Agent:
   """Algorithm 1's loss: a1 ~ π^(t−1), a2 ~ π^(t), π_cal = π^(t) held fixed, α_t.
 
   `cal_samples`: 0 estimates E_{π^(t)} by the round's a2, k ≥ 1 by k fresh draws at x_t, None
-  exactly. `pi_prev_init`: π^(0), default π^(1). Other arguments as `online_dpo`.
+  exactly. `pi_prev_init`: π^(0), default π^(1). Other arguments as `xpo`.
   """
-  return _make("algorithm1", alpha, cal_samples, policy,
-               optimizer, learning_rate, train_steps, clip, pi_init, pi_prev_init, None, l2)
+  return _make("algorithm1", alpha, cal_samples, policy, optimizer, learning_rate,
+               train_steps, clip, pi_init, pi_prev_init, None, l2, data, cal_prompts)
+
+
+DATA = ("counts", "buffer")
+"""The DPO term's forms: win counts (X, A, A) or a buffer of the comparisons (`Comparisons`)."""
 
 
 def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_steps, clip,
-          pi_init, pi_prev_init, pi_cal, l2) -> Agent:
+          pi_init, pi_prev_init, pi_cal, l2, data, cal_prompts) -> Agent:
   scheme = schemes.SCHEMES["greedy" if name == "online_dpo" else name]
   schedule = schemes.alpha_schedule(scheme, alpha)
   make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
@@ -270,23 +346,34 @@ def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_step
   if cal_samples is not None and (isinstance(cal_samples, bool) or not isinstance(cal_samples, int)
                                   or cal_samples < 0):
     raise ValueError(f"cal_samples must be None or an integer >= 0, got {cal_samples!r}")
+  _checks.choice("data", data, DATA)
+  if cal_prompts is not None:
+    _checks.positive_int("cal_prompts", cal_prompts)
+    if cal_samples is not None:
+      raise ValueError(f"cal_prompts={cal_prompts} takes the exact E_{{a∼π_cal}} at each drawn "
+                       f"prompt: set cal_samples=None with it (got cal_samples={cal_samples!r})")
   for field, value in (("pi_prev_init", pi_prev_init), ("pi_cal", pi_cal)):
     if value is not None:
       _checks.probability(field, value)
 
-  def deployed(params, task):
-    log_pi = pol.log_probs(params, task)
-    return clip_to_box(log_pi, jnp.log(task.pi_ref), task.beta, task.r_max) if clip else log_pi
+  def deployed(params, task, xs=None):
+    """log π^(t) of θ: every prompt's (X, A), or at prompts xs (n,) only, (n, A)."""
+    if xs is None:
+      log_pi, log_ref = pol.log_probs(params, task), jnp.log(task.pi_ref)
+    else:
+      log_pi, log_ref = pol.log_probs_at(params, task, xs), jnp.log(task.pi_ref[xs])
+    return clip_to_box(log_pi, log_ref, task.beta, task.r_max) if clip else log_pi
 
   def init(key, task, horizon: int) -> PracticalState:
-    del key, horizon
+    del key
     _checks.positive("beta", task.beta)      # r_θ = β log π_θ/π_ref: no β = 0 (greedy) form
     params = pol.init(task)
     log_pi = deployed(params, task)
     log_prev = log_pi if pi_prev_init is None else jnp.log(
         jnp.broadcast_to(jnp.asarray(pi_prev_init, jnp.float32), task.pi_ref.shape))
     X, A = task.pi_ref.shape
-    return PracticalState(params=params, opt_state=opt.init(params), wins=jnp.zeros((X, A, A)),
+    comparisons = jnp.zeros((X, A, A)) if data == "counts" else Comparisons.empty(horizon)
+    return PracticalState(params=params, opt_state=opt.init(params), data=comparisons,
                           log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
 
   def act(key, state: PracticalState, obs: Prompt, task):
@@ -296,35 +383,50 @@ def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_step
     return state, Query(a1, a2, state.log_pi)
 
   def calibration_estimate(key, state, obs, query, task):
-    """(π̂_cal, w): the estimate of E_{x∼ρ} E_{a∼π_cal} as per-prompt weights (X, A), (X,)."""
+    """(xs, π̂_cal, w): the estimate Σ_i w_i E_{a∼π̂_cal(·|x_i)} of E_{x∼ρ} E_{a∼π_cal} at the
+    prompts xs (m,) (None: every prompt), with π̂_cal (m, A) and w (m,)."""
     X, A = task.pi_ref.shape
     log_cal = schemes.calibration_policy(scheme, {
         "current": lambda: state.log_pi, "reference": lambda: jnp.log(task.pi_ref),
         "fixed": lambda: jnp.log(task.pi_cal if pi_cal is None else jnp.broadcast_to(
             jnp.asarray(pi_cal, jnp.float32), (X, A)))})
+    if not scheme.bonus:                           # α ≡ 0: the bonus at no prompt
+      return jnp.zeros(0, jnp.int32), jnp.zeros((0, A)), jnp.zeros(0)
+    if cal_prompts is not None:                    # k prompts from ρ, exact over the answers
+      xs = jax.random.categorical(_keys(key)[2], jnp.log(task.rho), shape=(cal_prompts,))
+      return xs, jnp.exp(log_cal[xs]), jnp.full(cal_prompts, 1.0 / cal_prompts)
     if cal_samples is None:
-      return jnp.exp(log_cal), task.rho
+      return None, jnp.exp(log_cal), task.rho
     if cal_samples == 0:
       draws = query.a2[None]                       # the round's answer drawn from π_cal
     else:
       draws = jax.random.categorical(_keys(key)[2], log_cal[obs.x], shape=(cal_samples,))
-    row = jnp.mean(jax.nn.one_hot(draws, A), axis=0)
-    onehot = jax.nn.one_hot(obs.x, X)
-    return onehot[:, None] * row[None], onehot
+    return obs.x[None], jnp.mean(jax.nn.one_hot(draws, A), axis=0)[None], jnp.ones(1)
 
   def update(key, state: PracticalState, obs: Prompt, query: Query, a1_wins, task):
     winner = jnp.where(a1_wins, query.a1, query.a2)
     loser = jnp.where(a1_wins, query.a2, query.a1)
-    wins = state.wins.at[obs.x, winner, loser].add(1.0)
+    if data == "counts":
+      comparisons = state.data.at[obs.x, winner, loser].add(1.0)
+    else:
+      comparisons = state.data.add(obs.x, winner, loser)
     log_ref = jnp.log(task.pi_ref)
     alpha_t = schedule(state.t)
-    cal, weights = calibration_estimate(key, state, obs, query, task)
-
+    xs, cal, weights = calibration_estimate(key, state, obs, query, task)
+    bonus_ref = log_ref if xs is None else log_ref[xs]
     theta_ref = pol.reference(task)
 
     def objective(params):
       prior = 0.5 * l2 * jnp.sum(jnp.square(params - theta_ref))
-      return loss(deployed(params, task), log_ref, wins, task.beta, alpha_t, cal, weights) + prior
+      if data == "counts":                         # every prompt's log π_θ, once
+        log_pi = deployed(params, task)
+        dpo = dpo_loss(log_pi, log_ref, comparisons, task.beta)
+        bonus_pi = log_pi if xs is None else log_pi[xs]
+      else:                                        # only the prompts the terms read
+        dpo = dpo_loss_buffer(deployed(params, task, comparisons.x), log_ref[comparisons.x],
+                              comparisons, task.beta)
+        bonus_pi = deployed(params, task, xs)
+      return loss(dpo, bonus_pi, bonus_ref, task.beta, alpha_t, cal, weights) + prior
 
     def step(carry, _):
       params, opt_state = carry
@@ -334,7 +436,7 @@ def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_step
 
     (params, opt_state), _ = jax.lax.scan(step, (state.params, state.opt_state), None,
                                           length=train_steps)
-    return PracticalState(params=params, opt_state=opt_state, wins=wins,
+    return PracticalState(params=params, opt_state=opt_state, data=comparisons,
                           log_pi=deployed(params, task), log_pi_prev=state.log_pi, t=state.t + 1)
 
   return Agent(name, init, act, update)

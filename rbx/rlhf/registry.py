@@ -154,9 +154,14 @@ PRACTICAL = {
     "train_steps": reg.integer(1, doc="optimiser steps per round"),
     "clip": reg.boolean(doc="bound the implicit reward to the box [0, r_max], smoothly"),
     "l2": reg.real(low=0.0, doc="λ of the penalty (λ/2)‖θ − θ_ref‖²"),
-    "pi_init": POLICY}
+    "pi_init": POLICY,
+    "data": reg.string(practical.DATA, doc="the DPO term: win counts (|X| A² a step) or a buffer "
+                       "of the comparisons (the horizon's, at their prompts only)")}
 CAL_SAMPLES = {"cal_samples": reg.integer(0, optional=True,
-                                          doc="draws estimating E_{π_cal} (0: the round's)")}
+                                          doc="draws estimating E_{π_cal} (0: the round's)"),
+               "cal_prompts": reg.integer(1, optional=True,
+                                          doc="the bonus at k prompts drawn from ρ, exact over "
+                                          "the answers (with cal_samples unset; default: all)")}
 FAMILY.agent("practical_algorithm1", practical.algorithm1,
              {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES, "pi_prev_init": POLICY})
 FAMILY.agent("practical_vpo", practical.vpo,

@@ -127,3 +127,24 @@ def test_the_config_keys_are_the_tabular_agents():
     assert agent.name == name
   with pytest.raises(ValueError, match="agent.solver key"):
     rlhf.FAMILY.build("contextual", env_params, "linear_xpo", {"solver": {"strats": 2}}, 10)
+
+
+def test_adding_past_the_capacity_is_reported():
+  # Two rows of capacity, three comparisons, under jit and vmap: the third is dropped (the
+  # rows keep the first two) and `dropped` counts it.
+  z = jnp.arange(6.0).reshape(3, 2)
+
+  @jax.jit
+  @jax.vmap
+  def fill(scale):
+    data = linear.LinearData(jnp.zeros((2, 2)), jnp.zeros((), jnp.int32))
+    for row in z:
+      data = data.add(scale * row)
+    return data, data.dropped, data.mask()
+  data, dropped, mask = fill(jnp.array([1.0, 2.0]))
+  np.testing.assert_array_equal(data.z, jnp.stack([z[:2], 2 * z[:2]]))
+  np.testing.assert_array_equal(data.count, [3, 3])
+  np.testing.assert_array_equal(dropped, [1, 1])
+  np.testing.assert_array_equal(mask, jnp.ones((2, 2)))
+  full = linear.LinearData(jnp.zeros((2, 2)), jnp.zeros((), jnp.int32)).add(z[0]).add(z[1])
+  assert int(full.dropped) == 0 and int(full.count) == 2            # at capacity: none lost

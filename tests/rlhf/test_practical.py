@@ -37,7 +37,8 @@ def test_J_star_identity_of_the_implicit_reward():
     r = practical.implicit_reward(log_pi, log_ref, beta)
     objective = (jnp.sum(jax.vmap(rlhf.log_likelihood)(r, wins))
                  + alpha * jnp.dot(w, j_star(r, jnp.exp(log_ref), jnp.exp(log_cal), beta)))
-    loss = practical.loss(log_pi, log_ref, wins, beta, alpha, jnp.exp(log_cal), w)
+    loss = practical.loss(practical.dpo_loss(log_pi, log_ref, wins, beta), log_pi, log_ref, beta,
+                          alpha, jnp.exp(log_cal), w)
     return out, (loss, -objective), practical.implicit_reward(clipped, log_ref, beta)
   pairs, (loss, objective), clipped_r = sides()
   for ours, exact in pairs:
@@ -59,7 +60,8 @@ def test_xpo_loss_is_trls_on_a_hand_computed_case():
   log_pi, log_ref = jnp.log(jnp.array([[.5, .3, .2]])), jnp.log(jnp.array([[.2, .4, .4]]))
   wins = jnp.zeros((1, 3, 3)).at[0, 1, 0].set(1.0)          # a1 (y_ref) ≻ a0 (y_model)
   cal, w = jnp.array([[0.0, 1.0, 0.0]]), jnp.ones(1)        # the round's y_ref, at its prompt
-  ours = practical.loss(log_pi, log_ref, wins, beta, alpha_trl / beta, cal, w)
+  ours = practical.loss(practical.dpo_loss(log_pi, log_ref, wins, beta), log_pi, log_ref, beta,
+                        alpha_trl / beta, cal, w)
   # α_XPO = α β, and the loss differs from TRL's by the constant −α_XPO log π_ref(y_ref).
   np.testing.assert_allclose(ours, trl - alpha_trl * math.log(.4), rtol=1e-6)
 
@@ -98,7 +100,8 @@ def test_loss_gradients_match_finite_differences(policy, clip):
     def f(p, alpha, cal, w):
       lp = pol.log_probs(p, task)
       lp = practical.clip_to_box(lp, log_ref, task.beta, task.r_max) if clip else lp
-      return practical.loss(lp, log_ref, wins, task.beta, alpha, cal, w)
+      return practical.loss(practical.dpo_loss(lp, log_ref, wins, task.beta), lp, log_ref,
+                            task.beta, alpha, cal, w)
     eps = 1e-6
     basis = eps * jnp.eye(params.size, dtype=jnp.float64).reshape(-1, *params.shape)
 
@@ -147,7 +150,7 @@ def test_tabular_policy_matches_the_exact_solver_agents_where_the_box_is_inactiv
             practical.vpo(alpha, cal_samples=None, **fit),
             practical.xpo(alpha, cal_samples=None, **fit), practical.online_dpo(**fit)]
   for i, agent in enumerate(agents):
-    state = agent.init(key, task, 10)._replace(wins=wins)
+    state = agent.init(key, task, 10)._replace(data=wins)
     new = jax.jit(agent.update)(key, state, obs, query, True, task)
     np.testing.assert_allclose(np.exp(new.log_pi[x]), np.exp(exact.log_pi[i, x]), atol=1e-3,
                                err_msg=agent.name)
@@ -169,9 +172,78 @@ def test_each_exact_agent_matches_its_practical_scheme(prefilled, scheme):
   query = Query(jnp.int32(1), jnp.int32(2), s_exact.log_pi)
   exact = jax.jit(exact_agent.update)(key, s_exact, obs, query, False, task)
   assert np.all(np.ptp(exact.r[0]) < task.r_max - 0.01)
-  ours = jax.jit(prac.update)(key, prac.init(key, task, 10)._replace(wins=wins), obs, query,
+  ours = jax.jit(prac.update)(key, prac.init(key, task, 10)._replace(data=wins), obs, query,
                               False, task)
   np.testing.assert_allclose(np.exp(ours.log_pi[0]), np.exp(exact.log_pi[0]), atol=1e-3)
+
+
+@pytest.mark.parametrize("policy", ["tabular", "loglinear"])
+@pytest.mark.parametrize("clip", [False, True])
+def test_the_buffer_form_is_the_win_count_form(policy, clip):
+  # 12 random comparisons (ties included) in a buffer of capacity 16 and as win counts: the
+  # same DPO term and gradient at random θ, the buffer's rows computed at its prompts only.
+  env = contextual.random_contextual(jax.random.key(8), 5, 4, 3, 0.5, 1.5, deviation=0.5)
+  task, log_ref = env.spec, jnp.log(env.spec.pi_ref)
+  rng = np.random.default_rng(1)
+  x, a, b = rng.integers(0, 5, 12), rng.integers(0, 4, 12), rng.integers(0, 4, 12)
+  wins = jnp.zeros((5, 4, 4)).at[x, a, b].add(1.0)
+  buffer = practical.Comparisons.empty(16)
+  for row in zip(x, a, b):
+    buffer = buffer.add(*row)
+  pol = policies.POLICIES[policy]()
+  params = pol.init(task) + 0.5 * jax.random.normal(jax.random.key(9), pol.init(task).shape)
+  box = lambda lp, lr: practical.clip_to_box(lp, lr, task.beta, task.r_max) if clip else lp
+
+  @jax.jit
+  def both(params):
+    counts = lambda p: practical.dpo_loss(box(pol.log_probs(p, task), log_ref), log_ref, wins,
+                                          task.beta)
+    rows = lambda p: practical.dpo_loss_buffer(
+        box(pol.log_probs_at(p, task, buffer.x), log_ref[buffer.x]), log_ref[buffer.x], buffer,
+        task.beta)
+    return jax.value_and_grad(counts)(params), jax.value_and_grad(rows)(params)
+  (f_counts, g_counts), (f_rows, g_rows) = both(params)
+  assert int(buffer.count) == 12 and int(buffer.dropped) == 0
+  np.testing.assert_allclose(f_rows, f_counts, rtol=1e-6)
+  np.testing.assert_allclose(g_rows, g_counts, rtol=1e-5, atol=1e-6)
+
+
+def test_the_buffer_reports_comparisons_past_its_capacity():
+  full = practical.Comparisons.empty(2).add(0, 1, 2).add(1, 2, 0)
+  over = jax.jit(lambda c: c.add(2, 0, 1))(full)
+  np.testing.assert_array_equal(over.x, full.x)                 # the write was dropped
+  assert (int(full.dropped), int(over.dropped), int(over.count)) == (0, 1, 3)
+
+
+@pytest.mark.slow
+def test_buffer_agents_run_the_count_agents_sweep():
+  # Every practical scheme, sampled and exact bonus and the bonus at prompts drawn from ρ:
+  # the same regret to float32 rounding with either form of the DPO term.
+  env = rlhf.random_contextual(jax.random.key(10), 6, 4, 3, 0.5, 2.0)
+  cases = [("online_dpo", {}), ("practical_xpo", {}), ("practical_vpo", {}),
+           ("practical_algorithm1", {"cal_samples": None}),
+           ("practical_algorithm1", {"cal_samples": None, "cal_prompts": 2})]
+  for name, kw in cases:
+    regret = [np.asarray(rlhf.sweep(lambda: (env, rlhf.get(
+        name, policy="loglinear", data=data, train_steps=5, **kw)), {}, seeds=3, steps=10,
+        progress=False).regret) for data in ("counts", "buffer")]
+    assert np.ptp(regret[0]) > 0
+    np.testing.assert_allclose(regret[1], regret[0], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_the_bonus_at_prompts_drawn_from_rho_is_exact_when_rho_is_a_point_mass():
+  # ρ = e_1: every drawn prompt is 1, so k = 3 drawn prompts give the exact bonus.
+  env = rlhf.make_env([[0.0, 1.0, 0.5], [1.0, 0.0, 0.2]], [[.5, .3, .2], [.2, .4, .4]], 0.5, 2.0,
+                      rho=[0.0, 1.0])
+  ends = []
+  for cal_prompts in (None, 3):
+    agent = practical.algorithm1(2.0, cal_samples=None, cal_prompts=cal_prompts, train_steps=20,
+                                 pi_init=[[.2, .5, .3], [.6, .1, .3]])
+    state = agent.init(jax.random.key(0), env.spec, 5)
+    query = Query(jnp.int32(0), jnp.int32(2), state.log_pi)
+    ends.append(jax.jit(agent.update)(jax.random.key(1), state, Prompt(jnp.int32(1)), query,
+                                      True, env.spec).log_pi)
+  np.testing.assert_allclose(ends[1], ends[0], rtol=1e-6, atol=1e-6)
 
 
 def test_contextual_environment_is_realisable_by_the_loglinear_policy():
@@ -221,6 +293,9 @@ def test_practical_agents_sweep_by_name_on_a_contextual_environment():
     (lambda: practical.xpo(optimizer="adamx"), "optimizer"),
     (lambda: practical.xpo(policy="linear"), "policy"),
     (lambda: practical.xpo(cal_samples=-1), "cal_samples"),
+    (lambda: practical.xpo(data="list"), "data"),
+    (lambda: practical.xpo(cal_prompts=0, cal_samples=None), "cal_prompts"),
+    (lambda: practical.xpo(cal_prompts=4), "cal_samples"),
     (lambda: practical.online_dpo(l2=-1.0), "l2"),
     (lambda: practical.vpo(cal_samples=0), "cal_samples"),
     (lambda: practical.xpo(policy="loglinear", pi_init=[.5, .5]), "pi_init"),
@@ -310,7 +385,7 @@ def test_the_box_keeps_its_gradients_and_reaches_the_optimum(counts):
   total = wins.at[0, 1, 0].add(1.0)
   agent = practical.online_dpo(clip=True, l2=0.0, pi_init=[0.9998, 1e-4, 1e-4],
                                train_steps=1000, learning_rate=0.05)
-  state = agent.init(jax.random.key(0), task, 10)._replace(wins=wins)
+  state = agent.init(jax.random.key(0), task, 10)._replace(data=wins)
   dpo = lambda box, theta: practical.dpo_loss(box(jax.nn.log_softmax(theta), log_ref, 1.0, 6.0),
                                               log_ref, total, 1.0)
   np.testing.assert_allclose(jax.grad(lambda th: dpo(_floor, th))(state.params), 0.0, atol=1e-6)
