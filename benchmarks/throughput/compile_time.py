@@ -22,9 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import ROOT
+
 HELLO = """
 import json
-from benchmarks import ROOT
 from rbx import rlhf
 env = rlhf.example2(kappa=500.0, beta=0.1, r_max=7.0)
 res = rlhf.sweep(lambda agent: (env, rlhf.get(agent, alpha=3.0)),
