@@ -147,16 +147,6 @@ def _make(name, alpha, pi_init, pi_prev_init, pi_cal, solver, unsampled_solver=N
 
   def init(key, task: Task, horizon: int) -> AgentState:
     del key, horizon
-    # The state depends on the task alone: where the task is concrete (an environment the
-    # sweep closes over) it is computed when the program is traced, so the init program holds
-    # constants and the data-free solves below run once in this process, not once per program
-    # (the solver's compiled program is shared by every agent and example of the same shape).
-    if _checks.is_concrete(task):
-      with jax.ensure_compile_time_eval():
-        return initial_state(task)
-    return initial_state(task)
-
-  def initial_state(task: Task) -> AgentState:
     log_ref = jnp.log(task.pi_ref)
     p1, p0 = policy_arg("pi_init", pi_init, task), policy_arg("pi_prev_init", pi_prev_init, task)
     log_pi = log_ref if p1 is None else jnp.log(p1)
