@@ -226,13 +226,16 @@ class _Programs:
   """A sweep's compiled programs by key: `lower` traces one in the calling thread (the CPU
   LAPACK check runs on its text) and starts its XLA compile on a thread pool; `get` waits for
   it. XLA compiles outside the GIL, so the programs of several agents or seed blocks compile
-  on several cores at once. stats["compile_seconds"] counts the time the driver spent lowering
-  and waiting, not the sum of the compiles; `compiles` lists each program's own
-  (what, lowering + compile seconds)."""
+  on several cores at once, and two keys whose lowered programs are the same text (e.g. two
+  agents that differ only in data they carry) share one compile. stats["compile_seconds"]
+  counts the time the driver spent lowering and waiting, not the sum of the compiles;
+  `compiles` lists each program's own (what, lowering + compile seconds; no compile seconds
+  for a shared one)."""
 
   def __init__(self, mesh, stats, bar):
     self.mesh, self.stats, self.bar = mesh, stats, bar
     self.ready, self.pending, self.compiles, self.out_info = {}, {}, [], {}
+    self.by_text, self.reported = {}, set()     # lowered text -> its compile; compiles seen
     self.pool = ThreadPoolExecutor(max_workers=_compile_workers(), thread_name_prefix="rbx-compile")
 
   def lower(self, key, what, lower) -> None:
@@ -252,10 +255,13 @@ class _Programs:
           raise NeedsOneDevice(calls)
     finally:
       _COMPILING.pop()
-    seconds = time.perf_counter() - begin
+    text = lowered.as_text()
+    if text not in self.by_text:        # a program already lowered (e.g. another agent's of
+      self.by_text[text] = self.pool.submit(_timed_compile, lowered)   # the same settings)
+    seconds = time.perf_counter() - begin   # is compiled once
     self.stats["compile_seconds"] += seconds
     self.out_info[key] = lowered.out_info
-    self.pending[key] = (what, seconds, self.pool.submit(_timed_compile, lowered))
+    self.pending[key] = (what, seconds, self.by_text[text])
 
   def get(self, key, stop):
     """The compiled program of `key`; raises `_Stopped` when `stop()` says so after a wait."""
@@ -268,6 +274,9 @@ class _Programs:
       finally:
         _COMPILING.pop()
       self.stats["compile_seconds"] += time.perf_counter() - begin
+      if future in self.reported:        # the same program as an earlier key: not compiled again
+        seconds = 0.0
+      self.reported.add(future)
       self.compiles.append((what, lowering + seconds))
       self.bar.compiled(what, lowering + seconds)
       if stop is not None and stop():       # asked while XLA compiled: stop before running it

@@ -8,6 +8,12 @@ optimistic reward r^(t+1) = argmax_r ℓ(r, D^(t)) + α_t J*(r; π_cal) over [0,
 two answers come from and which calibration policy π_cal the bonus uses: the table of
 `rbx.rlhf.schemes` (`algorithm1`, `vpo`, `modified`, `xpo`/`selm`, `greedy`).
 
+*One program for several schemes.* An agent carries its row of the table as data
+(`AgentState.scheme`), and with one prompt every scheme re-solves the same problem (the
+sampled prompt is every prompt), so agents of the same settings (α, solver) on a one-prompt
+environment lower to the same program, which the sweep compiles once
+(`rbx.core.driver`): the README's Algorithm 1 and XPO, or the demo's three agents.
+
 The agents see only the `Task` (π_ref, ρ, β, r_max, π_cal), the prompt and the comparison;
 the environment scores the regret of the policy π^(t) that `act` reports in its `Query`.
 The win counts `wins[x, a, b]` are sufficient statistics for ℓ, so a step costs
@@ -55,12 +61,16 @@ class AgentState(NamedTuple):
     log_pi: log π^(t), (X, A).
     log_pi_prev: log π^(t-1), (X, A) (Algorithm 1 samples a1 from it).
     t: the iteration t about to run, starting at 1; int32 scalar.
+    scheme: the agent's row of the scheme table as data, (3,) int32: a1's and a2's policies
+      (indices into `schemes.ANSWER_SOURCES`) and π_cal's (into `schemes.CALIBRATIONS`), so
+      that agents of the same settings compile to one program (module docstring).
   """
   wins: chex.Array
   r: chex.Array
   log_pi: chex.Array
   log_pi_prev: chex.Array
   t: chex.Array
+  scheme: chex.Array
 
 
 def algorithm1(alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_prev_init=None,
@@ -157,12 +167,19 @@ def _make(name, alpha, pi_init, pi_prev_init, pi_cal, solver, unsampled_solver=N
       r = solve_all(task, wins, calibration_policy(log_pi, task),
                     schedule(jnp.ones((), jnp.int32)) * task.rho, r)
     return AgentState(wins=wins, r=r, log_pi=log_pi, log_pi_prev=log_prev,
-                      t=jnp.ones((), jnp.int32))
+                      t=jnp.ones((), jnp.int32), scheme=jnp.array(
+                          [schemes.ANSWER_SOURCES.index(scheme.first),
+                           schemes.ANSWER_SOURCES.index(scheme.second),
+                           schemes.CALIBRATIONS.index(scheme.calibration)], jnp.int32))
 
-  def calibration_policy(log_pi, task: Task):
-    return schemes.calibration_policy(scheme, {"current": lambda: jnp.exp(log_pi),
-                                               "fixed": lambda: fixed_cal(task),
-                                               "reference": lambda: task.pi_ref})
+  def calibration_policy(log_pi, task: Task, index=None):
+    """π_cal, (X, A): the scheme's, or the `index`-th of `schemes.CALIBRATIONS` (a traced
+    index from the state)."""
+    policies = {"current": lambda: jnp.exp(log_pi), "fixed": lambda: fixed_cal(task),
+                "reference": lambda: task.pi_ref}
+    if index is None:
+      return schemes.calibration_policy(scheme, policies)
+    return jnp.stack([policies[c]() for c in schemes.CALIBRATIONS])[index]
 
   def solve_all(task: Task, wins, cal, alpha_x, r0, config=solver):
     solve = lambda w, pr, pc, a, r: solve_optimistic(w, pr, pc, task.beta, a, task.r_max, r,
@@ -185,10 +202,13 @@ def _make(name, alpha, pi_init, pi_prev_init, pi_cal, solver, unsampled_solver=N
         jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
 
   def act(key, state: AgentState, obs: Prompt, task: Task):
-    a1, a2 = schemes.answers(jax.random.split(key), scheme, {
-        "previous": lambda: state.log_pi_prev[obs.x], "current": lambda: state.log_pi[obs.x],
-        "reference": lambda: jnp.log(task.pi_ref)[obs.x],
-        "calibration": lambda: jnp.log(fixed_cal(task))[obs.x]})
+    policies = {"previous": state.log_pi_prev[obs.x], "current": state.log_pi[obs.x],
+                "reference": jnp.log(task.pi_ref)[obs.x],
+                "calibration": jnp.log(fixed_cal(task))[obs.x]}
+    rows = jnp.stack([policies[p] for p in schemes.ANSWER_SOURCES])     # (4, A)
+    k1, k2 = jax.random.split(key)
+    a1 = jax.random.categorical(k1, rows[state.scheme[0]])
+    a2 = jax.random.categorical(k2, rows[state.scheme[1]])
     return state, Query(a1, a2, state.log_pi)
 
   def update(key, state: AgentState, obs: Prompt, query: Query, a1_wins, task: Task):
@@ -197,9 +217,10 @@ def _make(name, alpha, pi_init, pi_prev_init, pi_cal, solver, unsampled_solver=N
     winner = jnp.where(a1_wins, query.a1, query.a2)
     loser = jnp.where(a1_wins, query.a2, query.a1)
     wins = state.wins.at[x, winner, loser].add(1.0)
-    cal = calibration_policy(state.log_pi, task)
+    cal = calibration_policy(state.log_pi, task, state.scheme[2])
     alpha_x = schedule(state.t) * task.rho
-    if fixed_problems:     # only prompt x's problem changed: re-solve it alone
+    if fixed_problems and wins.shape[0] > 1:  # only prompt x's problem changed: re-solve it
+      # alone (with one prompt that is every prompt: the same program as Algorithm 1's)
       r_x = solve_optimistic(wins[x], task.pi_ref[x], cal[x], task.beta, alpha_x[x], task.r_max,
                              state.r[x], solver)
       r_new = state.r.at[x].set(r_x)
