@@ -163,23 +163,17 @@ def _make(name, alpha, pi_init, pi_prev_init, pi_cal, solver, unsampled_solver=N
     log_prev = log_pi if p0 is None else jnp.log(p0)
     X, A = task.pi_ref.shape
     wins, r = jnp.zeros((X, A, A)), jnp.full((X, A), 0.5) * task.r_max
+    row = scheme.indices()
     if fixed_problems:     # every prompt's r solves its data-free problem, as step 1 would
-      r = solve_all(task, wins, calibration_policy(log_pi, task),
+      r = solve_all(task, wins, calibration_policy(log_pi, task, row[2]),
                     schedule(jnp.ones((), jnp.int32)) * task.rho, r)
     return AgentState(wins=wins, r=r, log_pi=log_pi, log_pi_prev=log_prev,
-                      t=jnp.ones((), jnp.int32), scheme=jnp.array(
-                          [schemes.ANSWER_SOURCES.index(scheme.first),
-                           schemes.ANSWER_SOURCES.index(scheme.second),
-                           schemes.CALIBRATIONS.index(scheme.calibration)], jnp.int32))
+                      t=jnp.ones((), jnp.int32), scheme=jnp.array(row, jnp.int32))
 
-  def calibration_policy(log_pi, task: Task, index=None):
-    """π_cal, (X, A): the scheme's, or the `index`-th of `schemes.CALIBRATIONS` (a traced
-    index from the state)."""
-    policies = {"current": lambda: jnp.exp(log_pi), "fixed": lambda: fixed_cal(task),
-                "reference": lambda: task.pi_ref}
-    if index is None:
-      return schemes.calibration_policy(scheme, policies)
-    return jnp.stack([policies[c]() for c in schemes.CALIBRATIONS])[index]
+  def calibration_policy(log_pi, task: Task, index):
+    """π_cal, (X, A): the `index`-th of `schemes.CALIBRATIONS` (traced from the state)."""
+    policies = {"current": jnp.exp(log_pi), "fixed": fixed_cal(task), "reference": task.pi_ref}
+    return jnp.stack([policies[c] for c in schemes.CALIBRATIONS])[index]
 
   def solve_all(task: Task, wins, cal, alpha_x, r0, config=solver):
     solve = lambda w, pr, pc, a, r: solve_optimistic(w, pr, pc, task.beta, a, task.r_max, r,

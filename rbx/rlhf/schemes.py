@@ -21,7 +21,8 @@ Every policy class builds its agents from a `Scheme` — the tabular exact agent
 (`rbx.rlhf.agents`), the shared-linear-reward exact agents (`rbx.rlhf.linear_agents`) and the
 DPO-form losses (`rbx.rlhf.practical`) — by naming its own policies ("previous", "current",
 "reference", "calibration" for the answers; "current", "fixed", "reference" for π_cal) and
-calling `answers`, `calibration_policy` and `alpha_schedule`.
+calling `answers`, `calibration_policy` and `alpha_schedule` — or, the tabular agents, by
+carrying the row as data (`Scheme.indices`), so that their schemes share one program.
 """
 from __future__ import annotations
 
@@ -51,6 +52,12 @@ class Scheme(NamedTuple):
   second: str
   calibration: str
   bonus: bool = True
+
+  def indices(self) -> tuple[int, int, int]:
+    """The row as data: a1's and a2's policies as indices into `ANSWER_SOURCES`, π_cal's into
+    `CALIBRATIONS` (the tabular agents carry it in their state)."""
+    return (ANSWER_SOURCES.index(self.first), ANSWER_SOURCES.index(self.second),
+            CALIBRATIONS.index(self.calibration))
 
 
 SCHEMES: dict[str, Scheme] = {
