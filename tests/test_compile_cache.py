@@ -24,12 +24,15 @@ def test_the_cache_directory(enabled, environ, jax_dir, want):
   assert cli.cache_directory(enabled, environ, jax_dir) == want
 
 
-def test_compile_threads_come_from_the_environment(monkeypatch):
+def test_compile_threads_come_from_the_environment_else_the_device(monkeypatch):
+  monkeypatch.delenv("RBX_COMPILE_THREADS", raising=False)
+  assert driver._compile_workers("cpu") == 1
+  assert 1 <= driver._compile_workers("gpu") <= 8
   monkeypatch.setenv("RBX_COMPILE_THREADS", "3")
-  assert driver._compile_workers() == 3
+  assert driver._compile_workers("cpu") == driver._compile_workers("gpu") == 3
   monkeypatch.setenv("RBX_COMPILE_THREADS", "none")
   with pytest.raises(ValueError, match="RBX_COMPILE_THREADS"):
-    driver._compile_workers()
+    driver._compile_workers("cpu")
 
 
 @pytest.mark.slow

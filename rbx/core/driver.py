@@ -167,8 +167,9 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
     return label, seeds, init_fn, seeds_dev, needed
 
   try:
-    # Every program is lowered first (here, in order) and compiled in the background, several
-    # at once: a sweep over k agents waits for about one compile, not k (`_Programs`).
+    # Every program is lowered first (here, in order) and compiled in the background
+    # (`_Programs`): a unit runs while later ones compile, and programs of the same text
+    # compile once.
     planned = [unit_programs(v, t_done if v == u else 0, not (v == u and restored is not None))
                for v in range(u, len(units))]
     for _, _, _, _, needed in planned:
@@ -236,7 +237,9 @@ class _Programs:
     self.mesh, self.stats, self.bar = mesh, stats, bar
     self.ready, self.pending, self.compiles, self.out_info = {}, {}, [], {}
     self.by_text, self.reported = {}, set()     # lowered text -> its compile; compiles seen
-    self.pool = ThreadPoolExecutor(max_workers=_compile_workers(), thread_name_prefix="rbx-compile")
+    platform = (jax.local_devices()[0] if mesh is None else mesh.devices.flat[0]).platform
+    self.pool = ThreadPoolExecutor(max_workers=_compile_workers(platform),
+                                   thread_name_prefix="rbx-compile")
 
   def lower(self, key, what, lower) -> None:
     """Lowers `jitted.lower(*args)` for `lower() -> (jitted, args)`, unless `key` has been;
@@ -293,11 +296,16 @@ def _timed_compile(lowered):
   return lowered.compile(), time.perf_counter() - begin
 
 
-def _compile_workers() -> int:
-  """Compiles at once: `RBX_COMPILE_THREADS`, else the cores this process may use (≤ 8)."""
+def _compile_workers(platform: str) -> int:
+  """Compiles at once: `RBX_COMPILE_THREADS`, else 1 on a CPU (XLA:CPU already compiles one
+  program on every core: two at once compiled the README hello world in 4.6 s against 4.0 on
+  2 cores, benchmarks/README.md, "compile_time.py"), else the cores this process may use
+  (≤ 8; on an accelerator's host unmeasured until benchmarks/throughput/gpu.py runs there)."""
   wanted = os.environ.get("RBX_COMPILE_THREADS", "")
   if wanted:
     return _checks.positive_int("RBX_COMPILE_THREADS", int(wanted) if wanted.isdigit() else wanted)
+  if platform == "cpu":
+    return 1
   cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
   return max(1, min(8, cores or 1))
 
