@@ -33,10 +33,12 @@ class Figures(NamedTuple):
 
 
 class Context(NamedTuple):
-  """What a section's `run` gets: the scale, where figures go, the data directory."""
+  """What a section's `run` gets: the scale, where figures go, the data directory, and how
+  long a section that saves its cells may compute new ones (None: until it is complete)."""
   full: bool                 # the papers' scale (an accelerator) rather than the CPU-sized one
   figdir: Figures
   data_dir: str | None = None
+  budget: float | None = None
 
 
 def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:

@@ -12,7 +12,7 @@ default) is sized for a 2-core CPU; `--full` is the papers' scale where it is af
 for an accelerator (hours). Run from the repository root:
 
     python -m benchmarks.reproduction.reproduce --only propositions   # one section, then the report
-    python -m benchmarks.reproduction.reproduce                       # every section (about an hour)
+    python -m benchmarks.reproduction.reproduce                       # every section (hours: see linear)
     python -m benchmarks.reproduction.reproduce --assemble            # the report from the saved sections
     python -m benchmarks.reproduction.reproduce --full --out REPRODUCTION-full.md --figures benchmarks/results/reproduction-full
 """
@@ -131,6 +131,9 @@ def main(argv=None) -> None:
                  help="run only these sections: " + ", ".join(names))
   p.add_argument("--skip", nargs="+", default=[], choices=names, metavar="NAME",
                  help="run every section but these")
+  p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                 help="sections that save their cells (linear) compute new ones for at most "
+                 "this long, then report the cells present (0: none computed)")
   p.add_argument("--assemble", action="store_true",
                  help="run nothing: write the report from the saved sections")
   p.add_argument("--list", action="store_true", help="print the sections and exit")
@@ -146,7 +149,7 @@ def main(argv=None) -> None:
   out = Path(args.out)
   figdir = Figures(Path(args.figures), os.path.relpath(args.figures, out.resolve().parent))
   figdir.path.mkdir(parents=True, exist_ok=True)
-  ctx = Context(full=args.full, figdir=figdir, data_dir=args.data_dir)
+  ctx = Context(full=args.full, figdir=figdir, data_dir=args.data_dir, budget=args.budget)
   todo = [] if args.assemble else (
       _expand(args.only) if args.only else [s for s in SECTIONS if s not in _expand(args.skip)])
   for name in todo:

@@ -9,6 +9,21 @@ deviation d from human preference π_HF ∝ e^{r*} (d = 0: π_ref = π_HF; 1: un
 reversed), as in `rbx.rlhf.random_instance`. The optimal policy π* ∝ π_ref e^{r*/β} is then
 log-linear in φ, so the log-linear policy of `rbx.rlhf.policies` can represent it.
 
+**Hard instances**, the contextual analogues of the paper's failure cases:
+
+* `deviation = 2`, π_ref ∝ e^{−r*}: the reference prefers the worst answers, so π_ref is far
+  from π* and its samples are the least informative about the top of r*.
+* `kappa = κ` (`trap_reference`), Example 2 at every prompt: the worst answer has π_ref mass
+  1 − (A − 1)/κ and every other answer 1/κ, the best included. A scheme drawing a2 from π_ref
+  (XPO/SELM) compares against the worst answer in all but (A − 1)/κ of its rounds, which says
+  how each answer beats the worst but little about which of the good ones is best; a scheme
+  drawing both answers from its own policy, started at π_ref and with no bonus (online
+  MLE/DPO), draws the worst answer twice — a tie, no information — in a share
+  (1 − (A − 1)/κ)² of its first rounds. Optimism (Algorithm 1, VPO) raises the rewards the
+  data leave free, moving π^(t) onto the rarely seen answers. With a shared θ every comparison
+  informs every prompt, so whether this slows learning here as much as in Example 2 is an
+  empirical question (REPRODUCTION.md).
+
 As an environment it is `rbx.rlhf.PreferenceEnv`'s: prompts x ~ ρ, the oracle (2.1), the
 regret (2.6); the learner is told a `ContextualTask` — the `Task` fields plus φ — so the
 exact-solver agents of `rbx.rlhf.agents` (which read only the `Task` fields, solving |X|
@@ -104,12 +119,21 @@ class ContextualPreferenceEnv(NamedTuple):
     return self.base.feedback(key, state, obs, query)
 
 
+def trap_reference(r_star: chex.Array, kappa) -> chex.Array:
+  """Example 2's π_ref at every prompt: 1 − (A − 1)/κ on the prompt's worst answer, 1/κ on
+  each other one; r* (X, A) -> π_ref (X, A). κ ≥ A (κ = A: uniform)."""
+  A = r_star.shape[-1]
+  worst = jax.nn.one_hot(jnp.argmin(r_star, axis=-1), A)
+  return worst * (1.0 - A / kappa) + 1.0 / kappa
+
+
 def make_contextual(features, theta_star, beta, r_max, deviation=1.0, rho=None,
-                    learner_r_max=None) -> ContextualPreferenceEnv:
+                    learner_r_max=None, kappa=None) -> ContextualPreferenceEnv:
   """Builds and validates a contextual environment from features and θ*.
 
   r*(x, a) = r_max (θ*ᵀφ(x, a) − m)/(M − m) with m, M the least and largest θ*ᵀφ over all
-  (x, a) (r* = r_max/2 everywhere if they are equal); π_ref ∝ exp((1 − deviation) r*).
+  (x, a) (r* = r_max/2 everywhere if they are equal); π_ref ∝ exp((1 − deviation) r*), or
+  with `kappa` Example 2's trap (`trap_reference`).
 
   Args:
     features: φ, shape (X, A, d) with X ≥ 1, A ≥ 2, d ≥ 1, finite.
@@ -118,6 +142,7 @@ def make_contextual(features, theta_star, beta, r_max, deviation=1.0, rho=None,
     deviation: π_ref's distance from π_HF, in [0, 2].
     rho: the prompt distribution, (X,); default uniform.
     learner_r_max: the learner's bound ≥ r_max (default r_max; `rbx.rlhf.make_env`).
+    kappa: None, or κ ≥ A: π_ref = `trap_reference(r*, κ)` (then `deviation` must be 1).
   Raises:
     ValueError naming the field, for any bad input (before anything compiles).
   """
@@ -134,6 +159,11 @@ def make_contextual(features, theta_star, beta, r_max, deviation=1.0, rho=None,
   if A < 2 or d < 1:
     raise ValueError(f"features must have A >= 2 answers and d >= 1, got shape {phi.shape}")
   _checks.shape("theta_star", theta, (d,))
+  if kappa is not None:
+    if deviation != 1.0:
+      raise ValueError(f"give deviation or kappa, not both: π_ref is the trap at kappa, got "
+                       f"deviation={deviation}")
+    _checks.in_range("kappa", kappa, float(A), float("inf"))
   if _checks.is_concrete(phi, theta):
     if not np.isfinite(np.asarray(phi)).all():
       raise ValueError("features must be finite")
@@ -144,19 +174,21 @@ def make_contextual(features, theta_star, beta, r_max, deviation=1.0, rho=None,
   scale = jnp.where(hi > lo, r_max / jnp.where(hi > lo, hi - lo, 1.0), 0.0)
   r_star = jnp.where(hi > lo, (score - lo) * scale, 0.5 * r_max)
   r_star = jnp.clip(r_star, 0.0, r_max)                             # float32 rounding at the ends
-  pi_ref = jax.nn.softmax((1.0 - deviation) * r_star, axis=-1)
+  pi_ref = (jax.nn.softmax((1.0 - deviation) * r_star, axis=-1) if kappa is None
+            else trap_reference(r_star, kappa))
   base = env_lib.make_env(r_star, pi_ref, beta, r_max, rho=rho, learner_r_max=learner_r_max)
   return ContextualPreferenceEnv(base, phi, theta * scale)
 
 
 def random_contextual(key: chex.PRNGKey, num_prompts: int, num_actions: int, dim: int, beta,
-                      r_max, deviation=1.0, learner_r_max=None) -> ContextualPreferenceEnv:
+                      r_max, deviation=1.0, learner_r_max=None,
+                      kappa=None) -> ContextualPreferenceEnv:
   """A random contextual environment: φ(x, a) ~ N(0, I_d/d), θ* ~ N(0, I_d), uniform ρ.
 
   Args:
     key: the instance's key.
     num_prompts, num_actions, dim: |X| ≥ 1, A ≥ 2, d ≥ 1.
-    beta, r_max, deviation, learner_r_max: as `make_contextual`.
+    beta, r_max, deviation, learner_r_max, kappa: as `make_contextual`.
   """
   _checks.positive_int("num_prompts", num_prompts)
   _checks.positive_int("num_actions", num_actions)
@@ -164,4 +196,5 @@ def random_contextual(key: chex.PRNGKey, num_prompts: int, num_actions: int, dim
   k1, k2 = jax.random.split(key)
   phi = jax.random.normal(k1, (num_prompts, num_actions, dim)) / np.sqrt(dim)
   theta = jax.random.normal(k2, (dim,))
-  return make_contextual(phi, theta, beta, r_max, deviation, learner_r_max=learner_r_max)
+  return make_contextual(phi, theta, beta, r_max, deviation, learner_r_max=learner_r_max,
+                         kappa=kappa)

@@ -121,17 +121,19 @@ FAMILY.env("custom", env_lib.make_env, {
 
 
 def _contextual(num_prompts=100, num_actions=10, dim=16, beta=0.5, r_max=4.0, deviation=1.0,
-                seed=0, learner_r_max=None):
+                seed=0, learner_r_max=None, kappa=None):
   """`random_contextual` from an integer seed (its key)."""
   return contextual.random_contextual(jax.random.key(seed), num_prompts, num_actions, dim, beta,
-                                      r_max, deviation, learner_r_max)
+                                      r_max, deviation, learner_r_max, kappa)
 
 
 FAMILY.env("contextual", _contextual, {
     "num_prompts": reg.integer(1), "num_actions": reg.integer(2),
     "dim": reg.integer(1, doc="the feature dimension d"), "beta": ENV_BETA, "r_max": ENV_RMAX,
     "deviation": reg.real(doc="π_ref's distance from π_HF"),
-    "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER})
+    "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER,
+    "kappa": reg.real(doc="Example 2's trap at every prompt: π_ref 1/κ on every "
+                      "answer but the worst, κ ≥ A (rbx.rlhf.contextual.trap_reference)")})
 
 FAMILY.agent("algorithm1", agents.algorithm1,
              {**SCHEDULE_PARAMS, "pi_init": POLICY, "pi_prev_init": POLICY, **SOLVER, **UNSAMPLED})
