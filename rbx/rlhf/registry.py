@@ -153,7 +153,8 @@ def _hard_sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.5, r_max=4.
 SEQUENCE_ENV = {
     "num_prompts": reg.integer(1), "vocab": reg.integer(2, doc="V, the tokens"),
     "length": reg.integer(1, doc="L, the tokens per answer (V^L <= 65,536 answers)"),
-    "dim": reg.integer(1, doc="the feature dimension d"), "beta": ENV_BETA, "r_max": ENV_RMAX,
+    "dim": reg.integer(1, doc="the feature dimension d"),
+    "beta": reg.real(doc="the KL weight β > 0"), "r_max": ENV_RMAX,
     "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER}
 FAMILY.env("sequences", _sequences,
            {**SEQUENCE_ENV, "deviation": reg.real(doc="π_ref's per-token distance from r*")})

@@ -460,8 +460,10 @@ def xpo(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
         cal_samples: int | None = 0, l2=practical.L2, data: str = "buffer",
         cal_prompts: int | None = None, hidden: int | None = None) -> Agent:
-  """XPO on an autoregressive policy: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref (a2 by default);
-  arguments as `rbx.rlhf.practical.xpo` and `online_dpo`."""
+  """XPO on an autoregressive policy: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref.
+
+  The bonus's estimate defaults to the round's a2; arguments as `rbx.rlhf.practical.xpo` and
+  `online_dpo`."""
   return _make("xpo", policy, hidden, optimizer, learning_rate, train_steps, l2, data, alpha,
                cal_samples, cal_prompts)
 
@@ -479,9 +481,10 @@ def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tab
         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
         cal_samples: int | None = 1, l2=practical.L2, data: str = "buffer",
         cal_prompts: int | None = None, hidden: int | None = None) -> Agent:
-  """VPO on an autoregressive policy: a1, a2 ~ π^(t), a fixed π_cal over the whole answers
-  (default the task's, π_ref), its k draws from the enumeration; arguments as
-  `rbx.rlhf.practical.vpo` and `online_dpo`."""
+  """VPO on an autoregressive policy: a1, a2 ~ π^(t), a fixed π_cal.
+
+  π_cal is over the whole answers (default the task's, π_ref), its k draws from the
+  enumeration; arguments as `rbx.rlhf.practical.vpo` and `online_dpo`."""
   return _make("vpo", policy, hidden, optimizer, learning_rate, train_steps, l2, data, alpha,
                cal_samples, cal_prompts, pi_cal)
 
@@ -490,8 +493,9 @@ def algorithm1(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
                optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
                cal_samples: int | None = 0, l2=practical.L2, data: str = "buffer",
                cal_prompts: int | None = None, hidden: int | None = None) -> Agent:
-  """Algorithm 1 on an autoregressive policy: a1 ~ π^(t−1) (θ^(t−1), kept in the state),
-  a2 ~ π^(t), π_cal = π^(t), α_t; arguments as `rbx.rlhf.practical.algorithm1` and
-  `online_dpo`."""
+  """Algorithm 1 on an autoregressive policy: a1 ~ π^(t−1), a2 ~ π^(t), π_cal = π^(t), α_t.
+
+  θ^(t−1) is kept in the state to sample a1 from; arguments as
+  `rbx.rlhf.practical.algorithm1` and `online_dpo`."""
   return _make("algorithm1", policy, hidden, optimizer, learning_rate, train_steps, l2, data,
                alpha, cal_samples, cal_prompts)
