@@ -143,8 +143,8 @@ def _sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.5, r_max=4.0, de
                                     r_max, deviation, learner_r_max)
 
 
-def _hard_sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.5, r_max=4.0,
-                    epsilon=0.05, seed=0, learner_r_max=None):
+def _hard_sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.25, r_max=6.0,
+                    epsilon=0.02, seed=0, learner_r_max=None):
   """`hard_sequences` from an integer seed (its key)."""
   return sequences.hard_sequences(jax.random.key(seed), num_prompts, vocab, length, dim, beta,
                                   r_max, epsilon, learner_r_max)

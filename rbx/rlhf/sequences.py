@@ -262,27 +262,35 @@ def best_answers(env: SequenceEnv) -> chex.Array:
 
 def hard_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: int, dim: int,
                    beta, r_max, epsilon, learner_r_max=None) -> SequenceEnv:
-  """`random_sequences`' reward with a π_ref that all but hides the best answer.
+  """Example 2 over sequences: a best answer y*(x) per prompt that π_ref all but hides.
 
-  π_ref(y_l | x, l, y_{l−1}) = ε for y_l = y*_l(x), the best answer's token at position l
-  (whatever y_{l−1} is), and (1 − ε)/(V − 1) for every other token, so π_ref(y*|x) = ε^L: the
-  sequence analogue of Example 2's 1/κ, with κ = ε^−L growing exponentially in L. A scheme
-  that draws a2 from π_ref (XPO, SELM) sees y* with probability ε^L a round, and online DPO,
-  sampling only its own policy from π^(1) = π_ref, rarely more; neither learns y* until it
-  is sampled. Optimism (Algorithm 1, VPO) raises the answers the data leave uncertain,
-  rarely seen ones included, so it reaches y* sooner.
+  y*(x) is drawn uniformly; the first token feature is the indicator ψ₀(x, l, ·, y_l) =
+  1{y_l = y*_l(x)}, the other d − 1 are `random_sequences`' N(0, 1/d) distractors, and
+  θ* = e₀, so r*(x, y) = (r_max/L)·#{l : y_l = y*_l(x)}: y* is the one answer at r_max. π_ref
+  gives y*_l mass ε at position l (whatever the previous token) and every other token
+  (1 − ε)/(V − 1), so π_ref(y*|x) = ε^L — Example 2's 1/κ with κ = ε^−L, exponential in L.
+  Per token π* ∝ π_ref e^{r*/β} raises y*_l by the odds ε(V − 1)/(1 − ε)·e^{r_max/(Lβ)}, so
+  π* is near y* when r_max/(Lβ) ≫ log((1 − ε)/(ε(V − 1))) (Example 2's κ ≤ e^{r_max/β}).
+
+  A scheme that draws a2 from π_ref (XPO, SELM) compares y* with probability ε^L a round, and
+  online DPO, sampling only its own policy from π^(1) = π_ref, as rarely at first; neither can
+  raise y* before it is compared. Optimism (Algorithm 1, VPO) raises the answers the data
+  leave uncertain, rarely seen ones included.
 
   Args:
     epsilon: ε in (0, 1) (y*'s tokens are the least likely ones for ε < 1/V).
-    the others: as `random_sequences` (deviation 1: π_ref otherwise uniform).
+    the others: as `random_sequences`.
   """
   if _checks.is_concrete(epsilon) and not 0.0 < float(epsilon) < 1.0:
     raise ValueError(f"epsilon must lie in (0, 1), got {epsilon}")
-  env = random_sequences(key, num_prompts, vocab, length, dim, beta, r_max,
-                         learner_r_max=learner_r_max)
-  best = env.tokens[best_answers(env)]                              # y*(x), (X, L)
-  p = jnp.where(jax.nn.one_hot(best, vocab) > 0, epsilon, (1.0 - epsilon) / (vocab - 1))
-  return with_reference(env, jnp.broadcast_to(jnp.log(p)[:, :, None], env.ref_log_probs.shape))
+  k1, k2 = jax.random.split(key)
+  psi, _ = _random_tokens(k1, num_prompts, vocab, length, dim)
+  best = jax.random.randint(k2, (num_prompts, length), 0, vocab)          # y*(x), (X, L)
+  on_best = jax.nn.one_hot(best, vocab)[:, :, None, :]                    # (X, L, 1, V)
+  psi = psi.at[..., 0].set(jnp.broadcast_to(on_best, psi.shape[:-1]))
+  env = make_sequences(psi, jax.nn.one_hot(0, dim), beta, r_max, learner_r_max=learner_r_max)
+  p = jnp.where(on_best > 0, epsilon, (1.0 - epsilon) / (vocab - 1))
+  return with_reference(env, jnp.broadcast_to(jnp.log(p), env.ref_log_probs.shape))
 
 
 # The autoregressive policies: `rbx.rlhf.policies.Policy`s over the enumerated answers that

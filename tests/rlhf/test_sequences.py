@@ -61,14 +61,18 @@ def test_reward_pi_ref_optimum_and_regret_are_exact_against_brute_force():
 
 
 def test_the_hard_instance_hides_the_best_answer_at_epsilon_to_the_length():
-  eps, L = 0.05, 3
-  env = sequences.hard_sequences(jax.random.key(1), 3, 3, L, 4, 0.5, 4.0, eps)
+  eps, L, V, beta, r_max = 0.02, 3, 4, 0.25, 6.0
+  env = sequences.hard_sequences(jax.random.key(1), 3, V, L, 4, beta, r_max, eps)
   best = np.asarray(sequences.best_answers(env))
-  np.testing.assert_array_equal(best, np.argmax(env.base.r_star, -1))
-  np.testing.assert_allclose(np.asarray(env.base.pi_ref)[np.arange(3), best], eps ** L, rtol=1e-4)
-  # every other answer is likelier: y*'s tokens are the least likely ones at ε < 1/V
-  assert (np.asarray(env.base.pi_ref).min(-1) >= eps ** L * (1 - 1e-4)).all()
-  assert (np.sort(np.asarray(env.base.pi_ref), -1)[:, 1] > eps ** L).all()
+  tokens, r_star = np.asarray(env.tokens), np.asarray(env.base.r_star)
+  matches = (tokens[None] == tokens[best][:, None]).sum(-1)        # #{l: y_l = y*_l(x)}
+  np.testing.assert_allclose(r_star, r_max * matches / L, atol=1e-5)
+  pi_ref = np.asarray(env.base.pi_ref)
+  np.testing.assert_allclose(pi_ref[np.arange(3), best], eps ** L, rtol=1e-4)
+  assert (np.sort(pi_ref, -1)[:, 1] > 10 * eps ** L).all()         # y* alone is that rare
+  # r_max/(Lβ) = 8 ≫ log((1 − ε)/(ε(V − 1))) = 2.8: π* is near y*, so π_ref's regret is large.
+  pi_star = jax.vmap(rlhf.optimal_policy, (0, 0, None))(env.base.r_star, env.base.pi_ref, beta)
+  assert (np.asarray(pi_star)[np.arange(3), best] > 0.9).all()
 
 
 def _perturbed(pol, task, key):
