@@ -219,3 +219,11 @@ def test_a_config_with_a_sequence_environment_runs_through_the_experiment(tmp_pa
   regret = np.asarray(store.load(tmp_path / "out").regret)
   assert regret.shape[-1] == 4 and regret.size == 5 * 2 * 4 and np.isfinite(regret).all()
   assert (regret >= -1e-6).all() and np.ptp(regret) > 0
+
+
+def test_the_throughput_benchmark_at_its_tiny_size_prints_a_rate():
+  from benchmarks.throughput import sequence_throughput
+  lines = sequence_throughput.main(["--tiny", "--agents", "sequence_xpo"])
+  row = lines[-1].split()
+  assert row[:4] == ["4", "2", "3", "8"] and row[5:7] == ["sequence_xpo", "loglinear"]
+  assert float(row[4]) >= 0 and float(row[7].replace(",", "")) > 0
