@@ -42,6 +42,9 @@ class Policy(NamedTuple):
     sample: `sample(key, θ, task, x)` -> an answer a ~ π_θ(·|x), int32 scalar, for a policy
       that samples itself (the autoregressive policies of `rbx.rlhf.sequences`); None: the
       agents draw from the rows log π_θ(·|x) (`jax.random.categorical`).
+    log_probs_of: `log_probs_of(θ, task, xs, ys)` = log π_θ(y_i|x_i) of given answers, (n,),
+      computed for those answers only (the autoregressive policies: O(n L)); with it the
+      agents' DPO term over a buffer reads the compared answers only. None: from the rows.
   """
   name: str
   init: Callable[[Any], Any]
@@ -49,6 +52,7 @@ class Policy(NamedTuple):
   reference: Callable[[Any], Any]
   log_probs_at: Callable[[Any, Any, chex.Array], chex.Array]
   sample: Callable[[chex.PRNGKey, Any, Any, chex.Array], chex.Array] | None = None
+  log_probs_of: Callable[[Any, Any, chex.Array, chex.Array], chex.Array] | None = None
 
 
 def tabular(pi_init=None) -> Policy:

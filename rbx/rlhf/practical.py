@@ -228,10 +228,20 @@ def dpo_loss_buffer(log_pi: chex.Array, log_ref: chex.Array, data: Comparisons,
   Returns:
     scalar ≥ 0: Σ_i −log σ(r_θ(x_i, a+_i) − r_θ(x_i, a−_i)) over the filled rows.
   """
-  r = implicit_reward(log_pi, log_ref, beta)
-  rows = jnp.arange(r.shape[0])
-  margin = r[rows, data.winner] - r[rows, data.loser]
-  return -jnp.sum(jnp.where(data.mask(), jax.nn.log_sigmoid(margin), 0.0))
+  rows = jnp.arange(log_pi.shape[0])
+  return dpo_loss_pairs(log_pi[rows, data.winner], log_ref[rows, data.winner],
+                        log_pi[rows, data.loser], log_ref[rows, data.loser], data.mask(), beta)
+
+
+def dpo_loss_pairs(log_pi_winner: chex.Array, log_ref_winner: chex.Array,
+                   log_pi_loser: chex.Array, log_ref_loser: chex.Array, mask: chex.Array,
+                   beta) -> chex.Array:
+  """DPO(θ; D) from the compared answers' log-probabilities alone, each (T,): Σ_i over the
+  rows where `mask` is True of −log σ(r_θ(x_i, a+_i) − r_θ(x_i, a−_i)) (`dpo_loss_buffer`;
+  a policy with `Policy.log_probs_of` computes only these, as a language-model trainer does)."""
+  margin = (implicit_reward(log_pi_winner, log_ref_winner, beta)
+            - implicit_reward(log_pi_loser, log_ref_loser, beta))
+  return -jnp.sum(jnp.where(mask, jax.nn.log_sigmoid(margin), 0.0))
 
 
 def loss(dpo, log_pi: chex.Array, log_ref: chex.Array, beta, alpha, pi_cal: chex.Array,
@@ -455,8 +465,14 @@ def build(name: str, pol: policies.Policy, alpha, cal_samples, optimizer, learni
         dpo = dpo_loss(log_pi, log_ref, comparisons, task.beta)
         bonus_pi = log_pi if xs is None else log_pi[xs]
       else:                                        # only the prompts the terms read
-        dpo = dpo_loss_buffer(deployed(params, task, comparisons.x), log_ref[comparisons.x],
-                              comparisons, task.beta)
+        if pol.log_probs_of is not None and not clip:   # and only the answers compared
+          x, (w, l) = comparisons.x, (comparisons.winner, comparisons.loser)
+          dpo = dpo_loss_pairs(pol.log_probs_of(params, task, x, w), log_ref[x, w],
+                               pol.log_probs_of(params, task, x, l), log_ref[x, l],
+                               comparisons.mask(), task.beta)
+        else:
+          dpo = dpo_loss_buffer(deployed(params, task, comparisons.x), log_ref[comparisons.x],
+                                comparisons, task.beta)
         bonus_pi = deployed(params, task, xs)
       return loss(dpo, bonus_pi, bonus_ref, task.beta, alpha_t, cal, weights) + prior
 

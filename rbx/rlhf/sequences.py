@@ -313,7 +313,8 @@ def autoregressive(name: str, init, reference, level) -> Policy:
       (a static int; their numbers among the V^l prefixes, `answers`' order), (n, m, V).
   Returns:
     `log_probs_at(θ, task, xs)` = Σ_l log π_θ(y_{l+1} | x, y_1..y_l) for every answer, (n, V^L),
-    level by level (the prefixes of length l + 1 are those of length l times the V tokens), and
+    level by level (the prefixes of length l + 1 are those of length l times the V tokens);
+    `log_probs_of(θ, task, xs, ys)`, the same sum for given answers ys (n,) only, (n,); and
     `sample(key, θ, task, x)`, one answer by ancestral sampling: L categorical draws, each
     from the next-token log-probabilities at the prefix drawn so far.
   """
@@ -336,7 +337,15 @@ def autoregressive(name: str, init, reference, level) -> Policy:
       prefix = prefix * V + jax.random.categorical(k, row).astype(jnp.int32)
     return prefix                                  # the answer's index: its length-L prefix
 
-  return Policy(name, init, log_probs, reference, log_probs_at, sample)
+  def log_probs_of(params, task, xs, ys) -> chex.Array:
+    V, L = _sizes(task)
+
+    def one(x, y):                                 # Σ_l log π_θ(y_{l+1} | x, y_1..y_l)
+      return sum(level(params, task, x[None], l, (y // V ** (L - l))[None])[
+          0, 0, (y // V ** (L - l - 1)) % V] for l in range(L))
+    return jax.vmap(one)(xs, ys)
+
+  return Policy(name, init, log_probs, reference, log_probs_at, sample, log_probs_of)
 
 
 def markov(conditionals):

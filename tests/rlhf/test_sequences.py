@@ -94,6 +94,10 @@ def test_ancestral_samples_follow_the_enumerated_probabilities(policy):
   counts = np.bincount(np.asarray(draws), minlength=8)
   np.testing.assert_allclose(expected.sum(), n, rtol=1e-5)
   assert ((counts - expected) ** 2 / expected).sum() < 24.3
+  # log π_θ of given answers alone is the enumeration's
+  xs, ys = jnp.array([0, 1, 1, 0]), jnp.array([7, 0, 5, 3])
+  np.testing.assert_allclose(pol.log_probs_of(theta, task, xs, ys),
+                             pol.log_probs(theta, task)[xs, ys], rtol=1e-6, atol=1e-6)
   # and the reference parameters θ_ref give π_ref exactly (to rounding)
   np.testing.assert_allclose(pol.log_probs(pol.reference(task), task), jnp.log(task.pi_ref),
                              atol=1e-5)
@@ -120,6 +124,20 @@ def test_one_token_tabular_is_the_practical_tabular_policy():
                                Query(jnp.int32(a1), jnp.int32(a2), s_theirs.log_pi), win, task)
     np.testing.assert_allclose(s_ours.log_pi, s_theirs.log_pi, atol=1e-5, err_msg=scheme)
     assert not np.allclose(s_ours.log_pi, jnp.log(task.pi_ref), atol=1e-3)
+
+
+def test_the_dpo_term_from_the_compared_answers_is_the_one_from_the_rows():
+  # Every scheme: the buffer's DPO term from log π_θ of the compared answers (Policy.log_probs_of)
+  # against the same agent reading whole rows, the same regret to float32 rounding.
+  env = _env(seed=6, X=3, V=2, L=3, d=3)
+  pol = sequences.loglinear()
+  for name in ("online_dpo", "xpo", "vpo", "algorithm1"):
+    regret = [np.asarray(rlhf.sweep(lambda: (env, practical.build(
+        name, p, 1.0, 1 if name == "vpo" else 0, "adam", 0.1, 5, False, None, None, 1.0,
+        "buffer", None)), {}, seeds=3, steps=10, progress=False).regret)
+        for p in (pol, pol._replace(log_probs_of=None))]
+    assert np.ptp(regret[0]) > 0
+    np.testing.assert_allclose(regret[0], regret[1], rtol=1e-4, atol=1e-6, err_msg=name)
 
 
 def _regret(env, name, seeds, steps, **kw):
