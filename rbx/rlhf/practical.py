@@ -93,6 +93,12 @@ only where it is exact over all prompts (`cal_samples=None`); the sampled estima
 `cal_prompts=k` — the exact E_{a∼π_cal} at k prompts drawn from ρ with the round's calibration
 key, weight 1/k each, the bonus on a batch's prompts as practitioners compute it, unbiased for
 E_{x∼ρ} — cost O(k A d). The deployed π^(t) is computed at every prompt once a round.
+
+**Other policies.** `build` makes any scheme's agent on any `rbx.rlhf.policies.Policy`. The
+autoregressive policies of `rbx.rlhf.sequences` (answers as token sequences) sample themselves
+(`Policy.sample`: the answers, and the bonus's draws from π^(t) or π_ref, by ancestral
+sampling; the state then keeps θ^(t−1) for Algorithm 1's a1) and give log π_θ of given answers
+(`Policy.log_probs_of`: the buffer's DPO term reads only the compared answers).
 """
 from __future__ import annotations
 

@@ -210,6 +210,8 @@ def make_sequences(token_features, theta_star, beta, r_max, ref_logits=None, rho
   Raises:
     ValueError naming the field, for any bad input (before anything compiles).
   """
+  _checks.positive("beta", beta)
+  _checks.positive("r_max", r_max)
   psi = jnp.asarray(token_features, jnp.float32)
   if psi.ndim != 5 or psi.shape[2] != psi.shape[3] + 1:
     raise ValueError(f"token_features must have shape (X, L, V+1, V, d), got {psi.shape}")
@@ -223,8 +225,11 @@ def make_sequences(token_features, theta_star, beta, r_max, ref_logits=None, rho
   return env if ref_logits is None else with_reference(env, ref_logits)
 
 
-def _random_tokens(key, num_prompts, vocab, length, dim):
-  """(ψ ~ N(0, I_d/d) of shape (X, L, V+1, V, d), θ* ~ N(0, I_d)), after validating the sizes."""
+def _random_tokens(key, num_prompts, vocab, length, dim, beta, r_max):
+  """(ψ ~ N(0, I_d/d) of shape (X, L, V+1, V, d), θ* ~ N(0, I_d)), after validating the sizes
+  and β, r_max (before anything is drawn)."""
+  _checks.positive("beta", beta)
+  _checks.positive("r_max", r_max)
   _checks.positive_int("num_prompts", num_prompts)
   _checks.positive_int("dim", dim)
   answers(vocab, length)                                            # vocab, length, the cap
@@ -248,7 +253,7 @@ def random_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: in
     beta, r_max, learner_r_max: as `make_sequences`. deviation: in [0, 2].
   """
   _checks.in_range("deviation", deviation, 0.0, 2.0)
-  psi, theta = _random_tokens(key, num_prompts, vocab, length, dim)
+  psi, theta = _random_tokens(key, num_prompts, vocab, length, dim, beta, r_max)
   env = make_sequences(psi, theta, beta, r_max, learner_r_max=learner_r_max)
   if _checks.is_concrete(deviation) and float(deviation) == 1.0:
     return env
@@ -284,7 +289,7 @@ def hard_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: int,
   if _checks.is_concrete(epsilon) and not 0.0 < float(epsilon) < 1.0:
     raise ValueError(f"epsilon must lie in (0, 1), got {epsilon}")
   k1, k2 = jax.random.split(key)
-  psi, _ = _random_tokens(k1, num_prompts, vocab, length, dim)
+  psi, _ = _random_tokens(k1, num_prompts, vocab, length, dim, beta, r_max)
   best = jax.random.randint(k2, (num_prompts, length), 0, vocab)          # y*(x), (X, L)
   on_best = jax.nn.one_hot(best, vocab)[:, :, None, :]                    # (X, L, 1, V)
   psi = psi.at[..., 0].set(jnp.broadcast_to(on_best, psi.shape[:-1]))
