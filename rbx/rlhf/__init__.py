@@ -1,13 +1,14 @@
 """Online RLHF under the Bradley–Terry model: objectives, the optimistic solver, environments,
 exploration agents, the family's registry and analysis (paper: `online-rlhf-exploration.txt`);
 `practical` has the same schemes as DPO-form losses on the parametric policies of `policies`,
-and `contextual` the environments with many prompts and features.
+`contextual` the environments with many prompts and features, and `sequences` those whose
+answers are token sequences (enumerated: exact ground truth) with autoregressive policies.
 
 `rbx.rlhf.sweep` is `rbx.sweep`; `simulate` runs one seed (`rbx.simulate`).
 """
 from rbx.core.sweep import simulate, sweep
 from rbx.rlhf import (analysis, assumptions, contextual, linear, linear_agents, policies,
-                      practical, registry)
+                      practical, registry, sequences)
 from rbx.rlhf.agents import AgentState, algorithm1, greedy, modified, selm, vpo, xpo
 from rbx.rlhf.contextual import (ContextualPreferenceEnv, ContextualTask, make_contextual,
                                  random_contextual)
@@ -19,7 +20,7 @@ from rbx.rlhf.solver import SolverConfig, objective, solve_optimistic
 
 __all__ = [
     "analysis", "assumptions", "registry", "FAMILY", "get",
-    "contextual", "linear", "linear_agents", "policies", "practical", "ContextualPreferenceEnv", "ContextualTask",
+    "contextual", "linear", "linear_agents", "policies", "practical", "sequences", "ContextualPreferenceEnv", "ContextualTask",
     "make_contextual", "random_contextual",
     "AgentState", "algorithm1", "greedy", "modified", "selm", "vpo", "xpo",
     "PreferenceEnv", "Prompt", "Query", "Task", "example1", "example2", "make_env", "preference",

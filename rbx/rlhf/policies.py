@@ -39,12 +39,20 @@ class Policy(NamedTuple):
     reference: θ_ref, parameters with π_θ = π_ref (the ℓ2 penalty's centre), same shape as θ.
     log_probs_at: `log_probs_at(θ, task, xs)` = `log_probs(θ, task)[xs]` for prompt indices
       xs (n,), shape (n, A), computed at those prompts only (O(n A d) for the log-linear one).
+    sample: `sample(key, θ, task, x)` -> an answer a ~ π_θ(·|x), int32 scalar, for a policy
+      that samples itself (the autoregressive policies of `rbx.rlhf.sequences`); None: the
+      agents draw from the rows log π_θ(·|x) (`jax.random.categorical`).
+    log_probs_of: `log_probs_of(θ, task, xs, ys)` = log π_θ(y_i|x_i) of given answers, (n,),
+      computed for those answers only (the autoregressive policies: O(n L)); with it the
+      agents' DPO term over a buffer reads the compared answers only. None: from the rows.
   """
   name: str
   init: Callable[[Any], Any]
   log_probs: Callable[[Any, Any], chex.Array]
   reference: Callable[[Any], Any]
   log_probs_at: Callable[[Any, Any, chex.Array], chex.Array]
+  sample: Callable[[chex.PRNGKey, Any, Any, chex.Array], chex.Array] | None = None
+  log_probs_of: Callable[[Any, Any, chex.Array, chex.Array], chex.Array] | None = None
 
 
 def tabular(pi_init=None) -> Policy:

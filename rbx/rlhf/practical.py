@@ -93,6 +93,12 @@ only where it is exact over all prompts (`cal_samples=None`); the sampled estima
 `cal_prompts=k` — the exact E_{a∼π_cal} at k prompts drawn from ρ with the round's calibration
 key, weight 1/k each, the bonus on a batch's prompts as practitioners compute it, unbiased for
 E_{x∼ρ} — cost O(k A d). The deployed π^(t) is computed at every prompt once a round.
+
+**Other policies.** `build` makes any scheme's agent on any `rbx.rlhf.policies.Policy`. The
+autoregressive policies of `rbx.rlhf.sequences` (answers as token sequences) sample themselves
+(`Policy.sample`: the answers, and the bonus's draws from π^(t) or π_ref, by ancestral
+sampling; the state then keeps θ^(t−1) for Algorithm 1's a1) and give log π_θ of given answers
+(`Policy.log_probs_of`: the buffer's DPO term reads only the compared answers).
 """
 from __future__ import annotations
 
@@ -130,6 +136,8 @@ class PracticalState(NamedTuple):
     log_pi: log π^(t), the deployed policy, (X, A).
     log_pi_prev: log π^(t-1), (X, A) (Algorithm 1 samples a1 from it).
     t: the round t about to run, starting at 1; int32 scalar.
+    params_prev: θ^(t−1) where the policy samples itself (`Policy.sample`: Algorithm 1 draws
+      a1 from it), else None.
   """
   params: Any
   opt_state: Any
@@ -137,6 +145,7 @@ class PracticalState(NamedTuple):
   log_pi: chex.Array
   log_pi_prev: chex.Array
   t: chex.Array
+  params_prev: Any = None
 
 
 def implicit_reward(log_pi: chex.Array, log_ref: chex.Array, beta) -> chex.Array:
@@ -225,10 +234,20 @@ def dpo_loss_buffer(log_pi: chex.Array, log_ref: chex.Array, data: Comparisons,
   Returns:
     scalar ≥ 0: Σ_i −log σ(r_θ(x_i, a+_i) − r_θ(x_i, a−_i)) over the filled rows.
   """
-  r = implicit_reward(log_pi, log_ref, beta)
-  rows = jnp.arange(r.shape[0])
-  margin = r[rows, data.winner] - r[rows, data.loser]
-  return -jnp.sum(jnp.where(data.mask(), jax.nn.log_sigmoid(margin), 0.0))
+  rows = jnp.arange(log_pi.shape[0])
+  return dpo_loss_pairs(log_pi[rows, data.winner], log_ref[rows, data.winner],
+                        log_pi[rows, data.loser], log_ref[rows, data.loser], data.mask(), beta)
+
+
+def dpo_loss_pairs(log_pi_winner: chex.Array, log_ref_winner: chex.Array,
+                   log_pi_loser: chex.Array, log_ref_loser: chex.Array, mask: chex.Array,
+                   beta) -> chex.Array:
+  """DPO(θ; D) from the compared answers' log-probabilities alone, each (T,): Σ_i over the
+  rows where `mask` is True of −log σ(r_θ(x_i, a+_i) − r_θ(x_i, a−_i)) (`dpo_loss_buffer`;
+  a policy with `Policy.log_probs_of` computes only these, as a language-model trainer does)."""
+  margin = (implicit_reward(log_pi_winner, log_ref_winner, beta)
+            - implicit_reward(log_pi_loser, log_ref_loser, beta))
+  return -jnp.sum(jnp.where(mask, jax.nn.log_sigmoid(margin), 0.0))
 
 
 def loss(dpo, log_pi: chex.Array, log_ref: chex.Array, beta, alpha, pi_cal: chex.Array,
@@ -306,9 +325,6 @@ def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tab
   drawn from π_cal, so `cal_samples` must be k ≥ 1 fresh draws or None (exact, over all
   prompts or `cal_prompts` drawn from ρ). Other arguments as `xpo`.
   """
-  if cal_samples == 0:
-    raise ValueError("cal_samples=0 estimates E_{π_cal} by the round's answer drawn from π_cal, "
-                     "and VPO draws none from it: use cal_samples >= 1 or None (exact)")
   return _make("vpo", alpha, cal_samples, policy, optimizer,
                learning_rate, train_steps, clip, pi_init, None, pi_cal, l2, data, cal_prompts)
 
@@ -333,12 +349,31 @@ DATA = ("counts", "buffer")
 
 def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_steps, clip,
           pi_init, pi_prev_init, pi_cal, l2, data, cal_prompts) -> Agent:
-  scheme = schemes.SCHEMES["greedy" if name == "online_dpo" else name]
-  schedule = schemes.alpha_schedule(scheme, alpha)
   make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
   if policy == "loglinear" and pi_init is not None:
     raise ValueError("pi_init is for policy='tabular'; the log-linear policy starts at π_ref")
   pol = make_policy(pi_init) if policy == "tabular" else make_policy()
+  return build(name, pol, alpha, cal_samples, optimizer, learning_rate, train_steps, clip,
+               pi_prev_init, pi_cal, l2, data, cal_prompts)
+
+
+def build(name: str, pol: policies.Policy, alpha, cal_samples, optimizer, learning_rate,
+          train_steps, clip, pi_prev_init, pi_cal, l2, data, cal_prompts) -> Agent:
+  """The agent of scheme `name` ("online_dpo", "xpo", "selm", "vpo", "algorithm1") on the
+  policy `pol`; the other arguments as the constructors above. A policy with its own sampler
+  (`Policy.sample`: the autoregressive policies of `rbx.rlhf.sequences`, by ancestral
+  sampling) draws the answers, and the bonus's draws from π^(t) or π_ref, with it from θ; the
+  others by `jax.random.categorical` over their rows log π^(t)(·|x_t).
+  """
+  scheme = schemes.SCHEMES["greedy" if name == "online_dpo" else name]
+  schedule = schemes.alpha_schedule(scheme, alpha)
+  own = pol.sample is not None
+  if scheme.calibration == "fixed" and cal_samples == 0:
+    raise ValueError("cal_samples=0 estimates E_{π_cal} by the round's answer drawn from π_cal, "
+                     "and VPO draws none from it: use cal_samples >= 1 or None (exact)")
+  if own and (clip or pi_prev_init is not None):
+    raise ValueError(f"policy={pol.name!r} samples π_θ itself: clip (a whole-answer reweighting) "
+                     "and pi_prev_init are for the policies over enumerated answers")
   opt = OPTIMIZERS[_checks.choice("optimizer", optimizer, OPTIMIZERS)](learning_rate)
   _checks.positive("learning_rate", learning_rate)
   _checks.positive_int("train_steps", train_steps)
@@ -374,12 +409,22 @@ def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_step
     X, A = task.pi_ref.shape
     comparisons = jnp.zeros((X, A, A)) if data == "counts" else Comparisons.empty(horizon)
     return PracticalState(params=params, opt_state=opt.init(params), data=comparisons,
-                          log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32))
+                          log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32),
+                          params_prev=params if own else None)
+
+  def samplers(state, obs, task):
+    """key -> an answer at x_t drawn by the policy itself from θ^(t−1), θ^(t) and θ_ref."""
+    draw = lambda params: lambda key: pol.sample(key, params, task, obs.x)
+    return {"previous": draw(state.params_prev), "current": draw(state.params),
+            "reference": draw(pol.reference(task))}
 
   def act(key, state: PracticalState, obs: Prompt, task):
-    a1, a2 = schemes.answers(_keys(key)[:2], scheme, {
-        "previous": lambda: state.log_pi_prev[obs.x], "current": lambda: state.log_pi[obs.x],
-        "reference": lambda: jnp.log(task.pi_ref)[obs.x]})
+    if own:
+      a1, a2 = schemes.draw(_keys(key)[:2], scheme, samplers(state, obs, task))
+    else:
+      a1, a2 = schemes.answers(_keys(key)[:2], scheme, {
+          "previous": lambda: state.log_pi_prev[obs.x], "current": lambda: state.log_pi[obs.x],
+          "reference": lambda: jnp.log(task.pi_ref)[obs.x]})
     return state, Query(a1, a2, state.log_pi)
 
   def calibration_estimate(key, state, obs, query, task):
@@ -399,6 +444,9 @@ def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_step
       return None, jnp.exp(log_cal), task.rho
     if cal_samples == 0:
       draws = query.a2[None]                       # the round's answer drawn from π_cal
+    elif own and scheme.calibration != "fixed":    # π^(t) or π_ref, sampled by the policy
+      draws = jax.vmap(samplers(state, obs, task)[scheme.calibration])(
+          jax.random.split(_keys(key)[2], cal_samples))
     else:
       draws = jax.random.categorical(_keys(key)[2], log_cal[obs.x], shape=(cal_samples,))
     return obs.x[None], jnp.mean(jax.nn.one_hot(draws, A), axis=0)[None], jnp.ones(1)
@@ -423,8 +471,14 @@ def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_step
         dpo = dpo_loss(log_pi, log_ref, comparisons, task.beta)
         bonus_pi = log_pi if xs is None else log_pi[xs]
       else:                                        # only the prompts the terms read
-        dpo = dpo_loss_buffer(deployed(params, task, comparisons.x), log_ref[comparisons.x],
-                              comparisons, task.beta)
+        if pol.log_probs_of is not None and not clip:   # and only the answers compared
+          x, (w, l) = comparisons.x, (comparisons.winner, comparisons.loser)
+          dpo = dpo_loss_pairs(pol.log_probs_of(params, task, x, w), log_ref[x, w],
+                               pol.log_probs_of(params, task, x, l), log_ref[x, l],
+                               comparisons.mask(), task.beta)
+        else:
+          dpo = dpo_loss_buffer(deployed(params, task, comparisons.x), log_ref[comparisons.x],
+                                comparisons, task.beta)
         bonus_pi = deployed(params, task, xs)
       return loss(dpo, bonus_pi, bonus_ref, task.beta, alpha_t, cal, weights) + prior
 
@@ -437,6 +491,7 @@ def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_step
     (params, opt_state), _ = jax.lax.scan(step, (state.params, state.opt_state), None,
                                           length=train_steps)
     return PracticalState(params=params, opt_state=opt_state, data=comparisons,
-                          log_pi=deployed(params, task), log_pi_prev=state.log_pi, t=state.t + 1)
+                          log_pi=deployed(params, task), log_pi_prev=state.log_pi, t=state.t + 1,
+                          params_prev=state.params if own else None)
 
   return Agent(name, init, act, update)

@@ -19,7 +19,7 @@ import jax
 from rbx import _checks, schedules
 from rbx.core import registry as reg
 from rbx.rlhf import (agents, analysis, assumptions, contextual, env as env_lib,
-                      linear_agents, policies, practical)
+                      linear_agents, policies, practical, sequences)
 from rbx.rlhf.solver import SolverConfig
 
 SCHEDULE_PARAMS = {
@@ -97,7 +97,8 @@ def step_bytes(env, state: int) -> int:
   return 4 * SolverConfig().starts * _TRIALS * env.num_prompts * env.num_actions ** 2
 
 
-FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.ContextualPreferenceEnv),
+FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.ContextualPreferenceEnv,
+                                       sequences.SequenceEnv),
                     cpu_seed_batch=cpu_seed_batch, cpu_rule="seeds × |X| × A² ≤ 2^16",
                     step_bytes=step_bytes,
                     prepare=prepare, reference_exponent=analysis.paper_exponent)
@@ -135,6 +136,34 @@ FAMILY.env("contextual", _contextual, {
     "kappa": reg.real(doc="Example 2's trap at every prompt: π_ref 1/κ on every "
                       "answer but the worst, κ ≥ A (rbx.rlhf.contextual.trap_reference)")})
 
+
+
+def _sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.5, r_max=4.0, deviation=1.0,
+               seed=0, learner_r_max=None):
+  """`random_sequences` from an integer seed (its key)."""
+  return sequences.random_sequences(jax.random.key(seed), num_prompts, vocab, length, dim, beta,
+                                    r_max, deviation, learner_r_max)
+
+
+def _hard_sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.25, r_max=6.0,
+                    epsilon=0.02, seed=0, learner_r_max=None):
+  """`hard_sequences` from an integer seed (its key)."""
+  return sequences.hard_sequences(jax.random.key(seed), num_prompts, vocab, length, dim, beta,
+                                  r_max, epsilon, learner_r_max)
+
+
+SEQUENCE_ENV = {
+    "num_prompts": reg.integer(1), "vocab": reg.integer(2, doc="V, the tokens"),
+    "length": reg.integer(1, doc="L, the tokens per answer (V^L <= 65,536 answers)"),
+    "dim": reg.integer(1, doc="the feature dimension d"),
+    "beta": reg.real(doc="the KL weight β > 0"), "r_max": ENV_RMAX,
+    "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER}
+FAMILY.env("sequences", _sequences,
+           {**SEQUENCE_ENV, "deviation": reg.real(doc="π_ref's per-token distance from r*")})
+FAMILY.env("hard_sequences", _hard_sequences,
+           {**SEQUENCE_ENV, "epsilon": reg.real(doc="π_ref's mass on each token of y*(x): "
+                                                "π_ref(y*|x) = ε^L")})
+
 FAMILY.agent("algorithm1", agents.algorithm1,
              {**SCHEDULE_PARAMS, "pi_init": POLICY, "pi_prev_init": POLICY, **SOLVER, **UNSAMPLED})
 FAMILY.agent("vpo", agents.vpo, {**SCHEDULE_PARAMS, "pi_cal": POLICY, "pi_init": POLICY, **SOLVER})
@@ -171,5 +200,17 @@ FAMILY.agent("practical_vpo", practical.vpo,
 FAMILY.agent("practical_xpo", practical.xpo, {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES})
 FAMILY.agent("practical_selm", practical.selm, {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES})
 FAMILY.agent("online_dpo", practical.online_dpo, PRACTICAL)
+
+SEQUENCE = {
+    **{k: PRACTICAL[k] for k in ("optimizer", "learning_rate", "train_steps", "l2", "data")},
+    "policy": reg.string(sequences.POLICIES, doc="the autoregressive policy (rbx.rlhf.sequences)"),
+    "hidden": reg.integer(1, optional=True, doc="the neural policy's width")}
+FAMILY.agent("sequence_algorithm1", sequences.algorithm1,
+             {**SCHEDULE_PARAMS, **SEQUENCE, **CAL_SAMPLES})
+FAMILY.agent("sequence_vpo", sequences.vpo,
+             {**SCHEDULE_PARAMS, **SEQUENCE, **CAL_SAMPLES, "pi_cal": POLICY})
+FAMILY.agent("sequence_xpo", sequences.xpo, {**SCHEDULE_PARAMS, **SEQUENCE, **CAL_SAMPLES})
+FAMILY.agent("sequence_selm", sequences.selm, {**SCHEDULE_PARAMS, **SEQUENCE, **CAL_SAMPLES})
+FAMILY.agent("sequence_dpo", sequences.online_dpo, SEQUENCE)
 
 get = FAMILY.get_agent

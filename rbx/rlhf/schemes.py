@@ -82,8 +82,16 @@ def answers(keys: chex.Array, scheme: Scheme,
   """(a1, a2): a1 ~ `log_policies[scheme.first]()`, a2 ~ `log_policies[scheme.second]()`,
   each the log-probabilities (A,) of the round's prompt, drawn with keys[0] and keys[1]. Only
   the two policies the scheme names are computed."""
-  return (jax.random.categorical(keys[0], log_policies[scheme.first]()),
-          jax.random.categorical(keys[1], log_policies[scheme.second]()))
+  return draw(keys, scheme, {name: (lambda key, f=f: jax.random.categorical(key, f()))
+                             for name, f in log_policies.items()})
+
+
+def draw(keys: chex.Array, scheme: Scheme,
+         samplers: Mapping[str, Callable[[chex.PRNGKey], chex.Array]]) -> tuple[chex.Array, chex.Array]:
+  """(a1, a2) = (`samplers[scheme.first](keys[0])`, `samplers[scheme.second](keys[1])`), each
+  sampler key -> an answer (`answers`' categorical draw, or a policy's own sampler: the
+  ancestral sampling of `rbx.rlhf.sequences`). Only the two the scheme names are called."""
+  return samplers[scheme.first](keys[0]), samplers[scheme.second](keys[1])
 
 
 def calibration_policy(scheme: Scheme, policies: Mapping[str, Callable[[], Any]]) -> Any:

@@ -20,13 +20,17 @@ SEEDS, STEPS = 2, 8
 
 def regrets() -> dict:
   """{agent name: regret (seeds, steps)} of every registered rlhf agent with its defaults on
-  a 3-prompt, 4-answer contextual instance (d = 3), one CPU device, seed batch 2."""
+  a 3-prompt, 4-answer contextual instance (d = 3) — the sequence agents on a 3-prompt
+  sequence instance of 4 answers (V = 2, L = 2, d = 3) — one CPU device, seed batch 2."""
   import jax
   from rbx import rlhf
+  from rbx.rlhf import sequences
   env = rlhf.random_contextual(jax.random.key(3), 3, 4, 3, beta=0.5, r_max=2.0)
+  tokens = sequences.random_sequences(jax.random.key(3), 3, 2, 2, 3, beta=0.5, r_max=2.0)
   out = {}
   for name in rlhf.FAMILY.agents:
-    res = rlhf.sweep(lambda: (env, rlhf.get(name)), {}, seeds=SEEDS, steps=STEPS, devices=1,
+    on = tokens if name.startswith("sequence_") else env
+    res = rlhf.sweep(lambda: (on, rlhf.get(name)), {}, seeds=SEEDS, steps=STEPS, devices=1,
                      seed_batch=SEEDS, progress=False)
     out[name] = res.regret.reshape(SEEDS, STEPS)
   return out
