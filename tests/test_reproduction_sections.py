@@ -78,16 +78,37 @@ def test_linear_sections_verdicts_of_known_runs():
   stuck = np.tile(np.r_[1.0, np.full(T - 1, 1.5)], (4, 1))
   mixed = np.vstack([learned[:2], stuck[:2]])   # 0.2 and 1.5 of π_ref's: the interval holds 1
   assert linear._learned(learned) == pytest.approx(np.full(4, 0.2))
-  assert [linear._verdict(r) for r in (learned, stuck, mixed)] == ["", "collapsed", "unclear"]
-  rows = linear._ranking({"a": learned.sum(1), "b": stuck.sum(1)}, {"a": learned, "b": stuck})
-  assert rows[2].startswith("| 1 | a |") and rows[3].endswith("1.500 [1.500, 1.500] collapsed |")
-  # each exploring agent against its family's no-exploration control, paired over seeds
-  finals = {"linear_xpo": np.array([1.0, 2.0, 3.0, 4.0]), "linear_greedy": np.array([3.0, 4.1,
-            4.9, 6.0]), "online_dpo": np.array([5.0, 5.0, 5.0, 5.0]),
-            "practical_xpo": np.array([4.0, 6.0, 4.0, 6.0])}
-  regrets = {k: learned for k in finals}
-  rows = {r.split(" | ")[1]: r for r in linear._ranking(finals, regrets)[2:]}
-  assert "| **-2.00** [" in rows["linear_xpo"] and "| control |" in rows["linear_greedy"]
-  assert "| +0.00 [" in rows["practical_xpo"]      # paired interval holds 0: not bold
-  assert linear._against_control(finals) == ("ahead of their control: linear_xpo (-2.0); "
-                                             "behind it: none")
+  assert [linear._verdict(linear._learned(r)) for r in (learned, stuck, mixed)] == [
+      "", "collapsed", "unclear"]
+
+
+def test_linear_sections_paired_comparisons_with_holm_and_power():
+  from scipy import stats
+  from benchmarks.reproduction import linear
+  rng = np.random.default_rng(0)
+  base = rng.normal(10.0, 3.0, 64)
+  c = linear.paired(base - 1.0 + rng.normal(0, 0.1, 64), base)        # a clear lead
+  assert c.mean == pytest.approx(-1.0, abs=0.05) and c.p < 1e-10
+  assert c.half == pytest.approx(stats.t.ppf(0.975, 63) * c.sd / 8)     # Student t, not 1.96
+  tied = linear.paired(base + rng.normal(0, 1.0, 64), base)
+  out = linear.holm({"a": c, "b": tied, "c": linear.paired(base + 0.3, base + 0.3)})
+  assert out["a"].separated and not out["b"].separated and not out["c"].separated
+  assert out["a"].p_holm == pytest.approx(min(1.0, 3 * c.p))           # Holm's first step
+  assert out["b"].p_holm >= out["a"].p_holm
+  # the detectable difference at Bonferroni 0.05/3 and 80% power, at the observed spread
+  q = stats.t.ppf(1 - 0.05 / 6, 63) + stats.t.ppf(0.8, 63)
+  assert out["b"].detectable == pytest.approx(q * out["b"].sd / 8)
+
+
+def test_linear_section_combines_seed_blocks():
+  from benchmarks.reproduction import linear
+  rng = np.random.default_rng(1)
+  regret = rng.uniform(0, 1, (12, 5))
+  blocks = [{"finals": r.sum(-1), "learned": linear._learned(r), "sum": r.sum(0),
+             "squares": (r ** 2).sum(0), "seconds": 1.0} for r in (regret[:8], regret[8:])]
+  whole = linear._combine(blocks)
+  m, h = linear._interval(regret)
+  np.testing.assert_allclose(whole["mean"], m)
+  np.testing.assert_allclose(whole["half"], h)
+  np.testing.assert_allclose(whole["finals"], regret.sum(-1))
+  assert whole["seconds"] == 2.0

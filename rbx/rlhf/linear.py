@@ -15,31 +15,33 @@ r_θ, which every evaluation of F computes anyway: so K costs nothing beside F e
 difference of convex functions in d dimensions, and its maxima lie on K's boundary wherever
 the data leave θ free.
 
-**Method** (the exact solver's, `rbx.rlhf.solver`, with its `SolverConfig` and conjugate
-gradients). Candidate starts: the warm starts (`search_linear`'s `basins`; the agents pass
-the previous step's end points, `solve_linear` one θ), each refined, and then by F the centre
-θ = 0 and the boundary points u/h(u) on the rays u ∈ {−1, 0, 1}^d \\ 0 for
-d ≤ `max_vertex_actions` (with one-hot φ, all the box's non-constant vertices), else u = ±e_i
-(2d), until `starts` are refined (a candidate within 1e-4 of an earlier one is skipped).
-Each refinement takes `dc_iterations` DC steps (ascend the concave minorant
-M(θ) = ℓ(θ) + α ∇J*(θ₀)ᵀθ of the start θ₀, ranked by M) and then steps on F. A step tries
-the Newton direction of ℓ plus the linear term (CG on −∇²ℓ, d × d) and, on F, the gradient
-scaled so that its rewards span r_max, each at `line_search` step sizes τ·shrink^i, where τ
-starts at 1 and follows the steps taken (one `shrink` above the size taken, capped at 1;
-shrink^line_search lower when no trial improves: the search keeps converging where fixed sizes
-stall); on the boundary of K the active face's outward normal is removed from them; trial
-points outside K are pulled back by the radial retraction θ/max(1, h(θ)) (onto K); the best
-trial point is kept, so the ranked function never decreases. The end points are returned best
-first by F, distinct ones first.
+**Method**: an active-set method on K with the exact solver's safeguards (`SolverConfig`).
+Candidate starts: the warm starts (`search_linear`'s `basins`; the agents pass the previous
+step's end points, `solve_linear` one θ), each refined, and then by F the centre θ = 0 and the
+boundary points u/h(u) on the rays u ∈ {−1, 0, 1}^d for d ≤ `max_vertex_actions` (with
+one-hot φ, all the box's non-constant vertices), else u = ±e_i (2d), until `starts` are
+refined (a candidate within 1e-4 of an earlier one is skipped). Each refinement takes
+`dc_iterations` DC steps (ascend the concave minorant M(θ) = ℓ(θ) + α ∇J*(θ₀)ᵀθ of the start
+θ₀, ranked by M) and then steps on F. A step models F by gᵀΔ − ½ΔᵀHΔ (g: ∇ℓ plus the linear
+term; H: −∇²ℓ, d × d) and takes the faces of K active at the point — the answer pairs (a, b)
+of the widest prompts whose reward gap is within 1e-3 of r_max; at a vertex several answers of
+one prompt tie — as a working set: the Newton step on their intersection gives each face's
+multiplier, the faces with a negative one are released (the classic rule, one face, where
+releasing all would leave one outward), and the step is re-solved (`_cone_step`; a d × d and
+k × k elimination, k ≤ d). It tries that direction and the gradient projected the same way
+(scaled so that its rewards span r_max) at sizes τ·shrink^i, each capped at the largest step
+that stays in K (the ratio test over the inactive faces, `_max_step`), where τ starts at 1 and
+follows the sizes tried; the best trial point is kept, so the ranked function never
+decreases, and a blocking face becomes active at the next step. The end points are returned
+best first by F, distinct ones first. (A radial retraction θ/max(1, h(θ)) absorbs rounding.)
 
-The agents' default `LINEAR_SOLVER` (4 starts, 3 steps on F, no DC steps) tracks the optimum
-across rounds (one comparison a round moves it little): the previous round's 3 distinct end
-points are refined again, and one new candidate. Along the agents' trajectories it ends no
-further below a thorough solve (16 starts, 12 iterations) than the settings before it (4
-starts, 3 DC steps and 3 on F, from the centre, the warm start and 2 rays); with 6 steps on F
-about 2.7× closer (`benchmarks/accuracy/linear_accuracy.py`, docs/linear_rlhf.md). DC steps serve a
-start far from its basin's maximum; a tracked start is near one, and there they spend
-iterations without F's slope.
+A vertex of K in d dimensions has d active faces, and a step adds at most one, so a start far
+from the optimum needs about d steps; a tracked start is near one. The agents' default
+`LINEAR_SOLVER` (4 starts, 6 steps on F, no DC steps) refines the previous round's 3
+distinct end points and one new candidate each round. Against SciPy's SLSQP from many starts
+on the same problems along the agents' runs (`benchmarks/accuracy/linear_global.py`,
+docs/linear_rlhf.md) it reaches SciPy's optimum at d = 4 and is within the tolerance stated
+there at d = 16; tests/rlhf/test_linear.py checks both.
 
 **Cost.** The search keeps φ with the actions first, (A, X, d), so that every reduction over a
 prompt's A rewards is over the leading axis, vectorised over the prompts. A point carries
@@ -52,8 +54,10 @@ slope ∇J* at a point is then one pass of exponentials and one product with φ�
 pass. A step on F costs 4 products with φ or φᵀ (the slope, the two directions, and the kept
 point's r = φθ, recomputed: one product reads φ once for all the points of a batch, where
 selecting and adding the kept direction reads three (A, X) arrays per point),
-1 + 2·`line_search` exponential passes and the d × d Laplacian Zᵀ diag(σσ′) Z (n·d²):
-O(starts × iterations × (|X|·A·d + n·d²)). Sums over a prompt's A actions are written as A
+1 + 2·`line_search` exponential passes, the d × d Laplacian Zᵀ diag(σσ′) Z (n·d²), the
+active faces (the d widest prompts' A² pairs), the ratio test (one pass over |X|·A² answer
+pairs a direction) and the working-set eliminations (O(d³)):
+O(starts × iterations × (|X|·A·(d + A) + n·d² + d³)). Sums over a prompt's A actions are written as A
 elementwise sums, not a reduction: on CPU, XLA fuses the sums with the exponentials into one
 loop, where it hands a reduction to YNNPACK, about 2× slower (`benchmarks/profiles/linear_profile.py`,
 benchmarks/README.md). The rays' rewards, gauges and log-sum-exps depend on the task alone
@@ -78,13 +82,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbx.rlhf.solver import SolverConfig, truncated_cg
+from rbx.rlhf.solver import SolverConfig
 
 # The linear agents' default settings (module docstring): `python -m benchmarks.throughput.linear_throughput`
 # measures their speed, `python -m benchmarks.accuracy.linear_accuracy` their accuracy along the agents'
 # trajectories, tests/rlhf/test_linear.py the search's against brute force.
-LINEAR_SOLVER = SolverConfig(iterations=3, dc_iterations=0, starts=4, line_search=2,
-                             cg_iterations=4)
+LINEAR_SOLVER = SolverConfig(iterations=6, dc_iterations=0, starts=4, line_search=2)
 
 
 class LinearData(NamedTuple):
@@ -337,45 +340,43 @@ def _refine(search: _Search, theta, config: SolverConfig):
 
 
 def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, value=None):
-  """One safeguarded Newton step (module docstring) from p with the linear term `slope`;
-  `value` is F at p for a step on F (trial points ranked by F), None for a DC step (ranked by
-  M = ℓ + slopeᵀθ). The step sizes tried are τ·shrink^i, i < `line_search`. Returns the next
-  point, its ranked value and the next τ: one `shrink` above the size taken (at most 1), or
-  shrink^line_search below τ when no trial improved. A trial point costs one pass over
-  r + size·φΔ for its hi/lo (the retraction) and, on F, one of |X|·A exponentials (whose sum
-  the kept point carries: the next slope needs it). After a DC step the point's `total` is
-  stale (the caller recomputes it)."""
+  """One safeguarded active-set Newton step (module docstring) from p with the linear term
+  `slope`; `value` is F at p for a step on F (trial points ranked by F), None for a DC step
+  (ranked by M = ℓ + slopeᵀθ). The step sizes tried are τ·shrink^i, i < `line_search`, each
+  capped at the largest step that stays in K (`_max_step`). Returns the next point, its ranked
+  value and the next τ: one `shrink` above the size tried (at most 1), or shrink^line_search
+  below τ when no trial improved. A trial point costs one pass over r + size·φΔ for its
+  hi/lo (the retraction, which only absorbs rounding here) and, on F, one of |X|·A
+  exponentials (whose sum the kept point carries: the next slope needs it). After a DC step
+  the point's `total` is stale (the caller recomputes it)."""
   dc = value is None
   z, mask = search.z, search.mask
   sig = jax.nn.sigmoid(-p.s)                                   # σ(−θᵀz)
   g = z.T @ (mask * sig) + slope
   w = mask * sig * (1.0 - sig)
   lap = (z * w[:, None]).T @ z                                 # −∇²ℓ, (d, d)
-  diag = jnp.diag(lap)
-  ridge = 1e-6 * (1.0 + jnp.max(diag))
-  free = jnp.ones_like(g, dtype=bool)
-  directions = [truncated_cg(lambda v: lap @ v, g, free, ridge, diag, config.cg_iterations)]
+  ridge = 1e-6 * (1.0 + jnp.max(jnp.diag(lap)))
+  normals, active = _active_faces(search, p)
+  normals = normals * active[:, None]
+  eye = jnp.eye(g.shape[0], dtype=g.dtype)
+  directions = [_cone_step(lap + ridge * eye, normals, g)]
   if not dc or config.dc_gradient:
-    directions.append(g)
-  width = p.hi - p.lo                   # the face of K active at p: its widest prompt x*
-  x = jnp.argmax(width)
-  normal = search.phi[jnp.argmax(p.r[:, x]), x] - search.phi[jnp.argmin(p.r[:, x]), x]
-  on_boundary = width[x] >= (1.0 - 1e-4) * search.r_max
+    directions.append(_cone_step(eye, normals, g))
   if dc:
     value = search.log_likelihood(p.s) + jnp.dot(slope, p.theta)
   steps = []
   trials = [(value, 0, jnp.zeros(()), jnp.ones(()), p.hi, p.lo, p.total,
              tau * config.shrink ** config.line_search)]
   for k, delta in enumerate(directions):
-    out = jnp.maximum(jnp.dot(delta, normal), 0.0) / jnp.maximum(jnp.dot(normal, normal), 1e-30)
-    delta = jnp.where(on_boundary, delta - out * normal, delta)
     e = (delta, rewards(delta, search.phi), z @ delta)
     if k > 0:                      # the gradient, scaled so that its rewards span r_max
       h = jnp.max(jnp.subtract(*_extremes(e[1])))
       e = tuple(jnp.where(h > 0, search.r_max / jnp.where(h > 0, h, 1.0), 0.0) * a for a in e)
     steps.append(e)
+    limit = _max_step(search, p, e[1])
     for i in range(config.line_search):
-      size = tau * config.shrink ** i
+      nominal = tau * config.shrink ** i
+      size = jnp.minimum(nominal, limit)
       r = p.r + size * e[1]
       hi, lo = _extremes(r)
       c = 1.0 / jnp.maximum(1.0, jnp.max(hi - lo) / search.r_max)
@@ -386,7 +387,7 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
         total = search.total(r, hi, c)
         v = search.value(theta, s, c * hi, total)
       trials.append((jnp.where(jnp.isfinite(v), v, -jnp.inf), k, size, c, hi, lo, total,
-                     jnp.minimum(1.0, size / config.shrink)))
+                     jnp.minimum(1.0, nominal / config.shrink)))
   v, k, size, c, hi, lo, total, taus = (jnp.stack([jnp.asarray(t[i]) for t in trials])
                                         for i in range(8))
   j = jnp.argmax(v)
@@ -396,3 +397,90 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
   theta = c * (p.theta + size * e[0])
   return _Point(theta, rewards(theta, search.phi), c * (p.s + size * e[2]),
                 c * hi[j], c * lo[j], total[j]), v[j], taus[j]
+
+
+_ACTIVE = 1e-3
+FACES = 1
+"""A prompt's face is active where its reward range is within this share of r_max."""
+
+
+def _active_faces(search: _Search, p: _Point):
+  """The outward normals φ(x, a) − φ(x, b) of the k = min(2d, d·A²) widest faces of K at p,
+  (k, d), and whether each is active (r(x, a) − r(x, b) within `_ACTIVE` of r_max), (k,).
+  The candidates are every answer pair of the min(d, |X|) widest prompts: at a vertex of K
+  several answers of one prompt tie at its best or worst reward, each pair a face of its own.
+  A step keeps the active faces that hold it back and leaves the others (`_cone_step`)."""
+  d = search.phi.shape[-1]
+  A = p.r.shape[0]
+  _, xs = jax.lax.top_k(p.hi - p.lo, min(d, p.hi.shape[0]))
+  cols = p.r[:, xs]                                            # (A, m)
+  width = (cols[:, None] - cols[None]).reshape(-1)             # pairs (a, b, x), (A·A·m,)
+  widest, faces = jax.lax.top_k(width, min(FACES * d, width.shape[0]))
+  a, rest = jnp.divmod(faces, A * xs.shape[0])
+  b, x = jnp.divmod(rest, xs.shape[0])
+  normals = search.phi[a, xs[x]] - search.phi[b, xs[x]]        # (k, d)
+  return normals, widest >= (1.0 - _ACTIVE) * search.r_max
+
+
+def _cone_step(hessian, normals, g):
+  """A step of the active-set method on the model gᵀΔ − ½ΔᵀHΔ with the active faces' rows
+  `normals` (k, d) (zero rows: inactive), (d,). The Newton step on all of them (n_iᵀΔ = 0)
+  gives their multipliers μ; the faces with μ < 0 are released (leaving them ascends) and the
+  step re-solved on the others. Where that step leaves a released face outward, only the face
+  with the most negative μ is released, the classic rule, whose step moves inward on it. A
+  face with μ > 0 holds the step on it. On a working set W the step is Δ = H⁻¹(g − N_Wᵀμ_W)
+  with (N_W H⁻¹ N_Wᵀ) μ_W = N_W H⁻¹ g, so H is factored once for the three sets."""
+  k = normals.shape[0]
+  solved = _solve_spd(hessian, jnp.concatenate([g[:, None], normals.T], axis=1))
+  h_g, h_n = solved[:, 0], solved[:, 1:]                       # H⁻¹g (d,), H⁻¹Nᵀ (d, k)
+  schur, c = normals @ h_n, normals @ h_g                      # (k, k), (k,)
+  eps = 1e-9 * (1.0 + jnp.max(jnp.diag(schur)))
+
+  def on(rows):
+    """(Δ, μ) on the faces `rows` (k,) bool (a zero normal is never held)."""
+    m = rows.astype(g.dtype)
+    mu = _solve_spd(schur * m[:, None] * m[None] + jnp.diag(1.0 - m + eps), m * c)
+    return h_g - h_n @ mu, mu
+
+  held = jnp.sum(normals * normals, axis=1) > 0
+  _, mu = on(held)
+  release = held & (mu < 0)
+  every, _ = on(held & ~release)
+  outward = jnp.any(release & (normals @ every > 1e-6 * (1.0 + jnp.max(jnp.abs(every)))))
+  worst = release & (jnp.arange(k) == jnp.argmin(jnp.where(release, mu, 0.0)))
+  one, _ = on(held & ~worst)
+  return jnp.where(outward, one, every)
+
+
+def _solve_spd(m, b):
+  """x with m x = b for a symmetric positive definite m (n, n), b (n,) or (n, r): Gaussian
+  elimination without pivoting (which such a matrix admits), pure array ops in two loops of
+  n steps: vmapped over seeds and starts it is one batched loop, where a batch of LAPACK
+  solves inside the search's vmap stalled XLA's CPU runtime."""
+  n = m.shape[0]
+  index = jnp.arange(n)
+
+  def eliminate(j, carry):
+    m, b = carry
+    f = jnp.where(index > j, m[:, j] / m[j, j], 0.0)
+    return m - f[:, None] * m[j][None, :], b - jnp.outer(f, b[j]).reshape(b.shape)
+
+  carry = (m, b)
+  for j in range(n):
+    carry = eliminate(j, carry)
+  m, b = carry
+  x = jnp.zeros_like(b)
+  for j in reversed(range(n)):
+    x = x.at[j].set((b[j] - m[j] @ x) / m[j, j])
+  return x
+
+
+def _max_step(search: _Search, p: _Point, e):
+  """The largest s with p.r + s·e in K over the faces not active at p (the cone step keeps
+  to those, up to the retraction): min over (x, a, b) with rate e_a − e_b > 0 and slack
+  r_max − r_a + r_b above `_ACTIVE`·r_max of slack/rate; ∞ where no face blocks. e: the
+  direction's rewards (A, X)."""
+  rate = e[:, None] - e[None]                                  # (A, A, X)
+  slack = search.r_max - (p.r[:, None] - p.r[None])
+  blocks = (rate > 1e-6 * (1.0 + jnp.max(jnp.abs(e)))) & (slack > _ACTIVE * search.r_max)
+  return jnp.min(jnp.where(blocks, slack / jnp.where(blocks, rate, 1.0), jnp.inf))

@@ -114,3 +114,17 @@ def test_a_contextual_config_with_proposition3_runs():
   np.testing.assert_allclose(got(t), want(t), rtol=1e-5)
   res = rlhf.sweep(lambda: (env, agent), {}, seeds=2, steps=T, progress=False)
   assert np.isfinite(res.regret).all()
+
+
+def test_the_contextual_trap_is_example2_at_every_prompt():
+  env = rlhf.random_contextual(jax.random.key(1), 7, 5, 3, 0.5, 4.0, kappa=20.0)
+  pi_ref, r_star = np.asarray(env.base.pi_ref), np.asarray(env.base.r_star)
+  worst = r_star.argmin(-1)
+  np.testing.assert_allclose(pi_ref[np.arange(7), worst], 1 - 4 / 20, rtol=1e-6)
+  others = np.ones_like(pi_ref, bool)
+  others[np.arange(7), worst] = False
+  np.testing.assert_allclose(pi_ref[others], 1 / 20, rtol=1e-6)       # the best answer too
+  with pytest.raises(ValueError, match="kappa"):
+    rlhf.random_contextual(jax.random.key(1), 7, 5, 3, 0.5, 4.0, kappa=4.0)
+  with pytest.raises(ValueError, match="deviation or kappa"):
+    rlhf.random_contextual(jax.random.key(1), 7, 5, 3, 0.5, 4.0, deviation=2.0, kappa=20.0)
