@@ -7,7 +7,8 @@ z = φ(x, a+) − φ(x, a−) to the data (`rbx.rlhf.linear.LinearData`), re-fit
 
     θ^(t+1) = argmax_{θ ∈ K} ℓ(θ; D^(t)) + α_t J*(r_θ; π_cal)          ((3.1a)/(3.2a))
 
-globally with `rbx.rlhf.linear.solve_linear` (K: reward range ≤ r_max at every prompt), and
+with `rbx.rlhf.linear.search_linear` (K: reward range ≤ r_max at every prompt; how close to
+the global maximum: docs/linear_rlhf.md), and
 deploys π^(t+1) = π_{r_θ}, (2.4): log π(a|x) = log π_ref(a|x) + θᵀφ(x, a)/β − log Z(x)
 ((3.1b)/(3.2b)). The answers and the calibration policy are the tabular agents', from the
 table of `rbx.rlhf.schemes`: `linear_algorithm1`, `linear_vpo`, `linear_xpo` and
