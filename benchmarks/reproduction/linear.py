@@ -359,7 +359,10 @@ def _finding(comparisons: dict, scale: Sizes, missing: list) -> str:
                      f"; {len(rest)} not separated (smallest detectable differences "
                      f"{min(rest):.1f}–{max(rest):.1f})"
                      if rest else ""))
-  return (f"Shared-feature exploration, powered (T = {scale.steps}, {scale.seeds} seeds, Holm over "
+  seeds = sorted({c.n for c in comparisons.values()}) or [0]
+  span = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
+  return (f"Shared-feature exploration (T = {scale.steps}, {span} of the design's {scale.seeds} "
+          f"seeds per comparison, Holm over "
           f"{len(comparisons)} comparisons): " + "; ".join(parts)
           + (f" ({len(missing)} cells not yet run)" if missing else "") + ".")
 
