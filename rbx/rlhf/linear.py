@@ -186,7 +186,7 @@ def solve_linear(problem: LinearProblem, theta_init: chex.Array,
   Args:
     problem: the instance. theta_init: the warm start, (d,) (e.g. the previous θ).
     config: the exact solver's settings (`starts`, `iterations`, `dc_iterations`,
-      `line_search`, `shrink`, `cg_iterations`, `dc_gradient`, `max_vertex_actions`; the
+      `line_search`, `shrink`, `dc_gradient`, `max_vertex_actions`; the
       others are the tabular solver's own).
   """
   chex.assert_rank([problem.features, theta_init], [3, 1])
@@ -401,12 +401,11 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
 
 
 _ACTIVE = 1e-3
-FACES = 1
 """A prompt's face is active where its reward range is within this share of r_max."""
 
 
 def _active_faces(search: _Search, p: _Point):
-  """The outward normals φ(x, a) − φ(x, b) of the k = min(2d, d·A²) widest faces of K at p,
+  """The outward normals φ(x, a) − φ(x, b) of the k = min(d, d·A²) widest faces of K at p,
   (k, d), and whether each is active (r(x, a) − r(x, b) within `_ACTIVE` of r_max), (k,).
   The candidates are every answer pair of the min(d, |X|) widest prompts: at a vertex of K
   several answers of one prompt tie at its best or worst reward, each pair a face of its own.
@@ -416,7 +415,7 @@ def _active_faces(search: _Search, p: _Point):
   _, xs = jax.lax.top_k(p.hi - p.lo, min(d, p.hi.shape[0]))
   cols = p.r[:, xs]                                            # (A, m)
   width = (cols[:, None] - cols[None]).reshape(-1)             # pairs (a, b, x), (A·A·m,)
-  widest, faces = jax.lax.top_k(width, min(FACES * d, width.shape[0]))
+  widest, faces = jax.lax.top_k(width, min(d, width.shape[0]))
   a, rest = jnp.divmod(faces, A * xs.shape[0])
   b, x = jnp.divmod(rest, xs.shape[0])
   normals = search.phi[a, xs[x]] - search.phi[b, xs[x]]        # (k, d)

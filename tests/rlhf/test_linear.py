@@ -155,8 +155,8 @@ def test_the_agents_steps_reach_scipys_multistart_optimum(d, steps, tolerance):
   """Along linear_algorithm1's own run on a trap instance (the evidence's d), its step is the
   optimum SciPy's SLSQP finds from 12 starts, to the tolerance docs/linear_rlhf.md states: at
   d = 4 from the start, at d = 16 once the tracked starts have settled (early steps can miss;
-  benchmarks/accuracy/linear_global.py). The one-face search before the active set missed by
-  0.07–0.6 at d = 16 at every step."""
+  benchmarks/accuracy/linear_global.py). The one-face search before the active set missed
+  SciPy's optimum at d = 16 on every step (issue 38's audit: 0.39–0.66 at |X| = 50)."""
   linear_global = pytest.importorskip("benchmarks.accuracy.linear_global")
   scipy_linear = pytest.importorskip("benchmarks.reference.scipy_linear")
   env = rlhf.random_contextual(jax.random.key(0), 20, 6, d, 0.5, 4.0, kappa=30.0)
