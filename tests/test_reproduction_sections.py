@@ -71,27 +71,27 @@ def test_scaling_section_on_a_tiny_row(ctx, monkeypatch):
   assert text.count("| xpo |") == 2 + 1             # a row per r_max, one of exponents in r_max
 
 
-def test_linear_sections_verdicts_of_known_runs():
-  from benchmarks.reproduction import linear
+def test_powered_verdicts_of_known_runs():
+  from benchmarks.reproduction import powered
   T = 20                                       # the last 10%: 2 steps
   learned = np.tile(np.r_[1.0, np.full(T - 1, 0.2)], (4, 1))
   stuck = np.tile(np.r_[1.0, np.full(T - 1, 1.5)], (4, 1))
   mixed = np.vstack([learned[:2], stuck[:2]])   # 0.2 and 1.5 of π_ref's: the interval holds 1
-  assert linear._learned(learned) == pytest.approx(np.full(4, 0.2))
-  assert [linear._verdict(linear._learned(r)) for r in (learned, stuck, mixed)] == [
+  assert powered.learned(learned) == pytest.approx(np.full(4, 0.2))
+  assert [powered.verdict(powered.learned(r)) for r in (learned, stuck, mixed)] == [
       "", "collapsed", "unclear"]
 
 
-def test_linear_sections_paired_comparisons_with_holm_and_power():
+def test_powered_paired_comparisons_with_holm_and_power():
   from scipy import stats
-  from benchmarks.reproduction import linear
+  from benchmarks.reproduction import powered
   rng = np.random.default_rng(0)
   base = rng.normal(10.0, 3.0, 64)
-  c = linear.paired(base - 1.0 + rng.normal(0, 0.1, 64), base)        # a clear lead
+  c = powered.paired(base - 1.0 + rng.normal(0, 0.1, 64), base)        # a clear lead
   assert c.mean == pytest.approx(-1.0, abs=0.05) and c.p < 1e-10
   assert c.half == pytest.approx(stats.t.ppf(0.975, 63) * c.sd / 8)     # Student t, not 1.96
-  tied = linear.paired(base + rng.normal(0, 1.0, 64), base)
-  out = linear.holm({"a": c, "b": tied, "c": linear.paired(base + 0.3, base + 0.3)})
+  tied = powered.paired(base + rng.normal(0, 1.0, 64), base)
+  out = powered.holm({"a": c, "b": tied, "c": powered.paired(base + 0.3, base + 0.3)})
   assert out["a"].separated and not out["b"].separated and not out["c"].separated
   assert out["a"].p_holm == pytest.approx(min(1.0, 3 * c.p))           # Holm's first step
   assert out["b"].p_holm >= out["a"].p_holm
@@ -100,14 +100,14 @@ def test_linear_sections_paired_comparisons_with_holm_and_power():
   assert out["b"].detectable == pytest.approx(q * out["b"].sd / 8)
 
 
-def test_linear_section_combines_seed_blocks():
-  from benchmarks.reproduction import linear
+def test_powered_combines_seed_blocks():
+  from benchmarks.reproduction import powered
   rng = np.random.default_rng(1)
   regret = rng.uniform(0, 1, (12, 5))
-  blocks = [{"finals": r.sum(-1), "learned": linear._learned(r), "sum": r.sum(0),
+  blocks = [{"finals": r.sum(-1), "learned": powered.learned(r), "sum": r.sum(0),
              "squares": (r ** 2).sum(0), "seconds": 1.0} for r in (regret[:8], regret[8:])]
-  whole = linear._combine(blocks)
-  m, h = linear._interval(regret)
+  whole = powered.combine(blocks)
+  m, h = powered.interval(regret)
   np.testing.assert_allclose(whole["mean"], m)
   np.testing.assert_allclose(whole["half"], h)
   np.testing.assert_allclose(whole["finals"], regret.sum(-1))

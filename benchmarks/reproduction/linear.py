@@ -10,28 +10,19 @@ d, agent) is a *cell* of `seeds` seeds × T steps, saved under `CELLS` as soon a
 so the section resumes where it stopped (a cell whose settings changed is rerun) and
 `--budget SECONDS` writes the report from the cells present.
 
-Comparisons are paired over seeds (seed s sees the same prompt sequence under every agent):
-the mean difference of R(T), its 95% Student-t interval, the two-sided paired t-test's p,
-Holm's step-down correction over every comparison of the section (family-wise error 5%), and,
-for a comparison not separated, the smallest difference the run could have detected: the
-difference a paired t-test at the Bonferroni level 0.05/m (m comparisons; Holm's first, most
-stringent step) detects with 80% power at the observed spread,
-(t_{1−0.025/m} + t_{0.8}) · sd/√n.
+The statistics are `benchmarks.reproduction.powered`'s: paired Student-t intervals against
+the family's control, Holm over every comparison, and the smallest detectable difference.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
-import sys
-import time
-from pathlib import Path
 
 import jax
 import numpy as np
 from matplotlib.figure import Figure
-from scipy import stats
 
 from benchmarks import ROOT
+from benchmarks.reproduction import powered
 from benchmarks.reproduction.common import Context
 
 from rbx import rlhf
@@ -47,12 +38,9 @@ BETA, R_MAX, ALPHA, ACTIONS, KAPPA = 0.5, 4.0, 1.0, 10, 100.0
 INSTANCES = {"uniform": {"deviation": 1.0}, "reversed": {"deviation": 2.0},
              "trap": {"kappa": KAPPA}}
 """The instance families: keyword arguments of `rlhf.random_contextual` beside |X|, A, d."""
-CELLS = ROOT / "benchmarks" / "results" / "reproduction" / "linear_cells"
-LEVEL, POWER = 0.05, 0.8
-TAIL = 0.1
-"""The share of the last steps whose mean per-step regret, against π_ref's at t = 1, says
-whether an agent learned (interval below 1), ended no better than not learning (interval at
-or above 1: *collapsed*) or cannot be told apart from π_ref on these seeds (*unclear*)."""
+CELLS = powered.Cells(ROOT / "benchmarks" / "results" / "reproduction" / "linear_cells", "linear",
+                     "{}_X{}_d{}_{}_{}.npz")
+"""(instance, |X|, d, agent, seed block) -> its saved cell."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,135 +105,17 @@ def _settings(scale: Sizes, cell) -> dict:
   return settings
 
 
-def _path(cell) -> Path:
-  inst, X, d, name, block = cell
-  return CELLS / f"{inst}_X{X}_d{d}_{name}_{block}.npz"
-
-
 def load(scale: Sizes, cell) -> dict | None:
   """A saved cell with the current settings, or None."""
-  path = _path(cell)
-  if not path.exists():
-    return None
-  with np.load(path) as f:
-    saved = {k: f[k] for k in f.files}
-  if json.loads(str(saved["settings"])) != _settings(scale, cell):
-    return None
-  return saved
+  return CELLS.load(cell, _settings(scale, cell))
 
 
 def compute(scale: Sizes, cell) -> dict:
-  """Runs one cell and saves it: per seed R(T) and the tail's regret over π_ref's
-  (`_learned`); per step the sum and the sum of squares of the regret over the seeds (blocks
-  combine); the wall time."""
+  """Runs one cell and saves it (`powered.Cells.compute`)."""
   inst, X, d, name, _ = cell
   env = rlhf.random_contextual(jax.random.key(0), X, ACTIONS, d, BETA, R_MAX, **INSTANCES[inst])
-  start = time.time()
-  res = rlhf.sweep(lambda: (env, _agent(name)[0]), {}, seeds=_seeds(scale, cell),
-                   steps=scale.steps, progress=False)
-  regret = np.asarray(res.regret, np.float64)
-  saved = {"finals": regret.sum(-1), "learned": _learned(regret), "sum": regret.sum(0),
-           "squares": (regret ** 2).sum(0), "seconds": np.float64(time.time() - start),
-           "settings": np.asarray(json.dumps(_settings(scale, cell)))}
-  CELLS.mkdir(parents=True, exist_ok=True)
-  tmp = _path(cell).with_suffix(".tmp.npz")
-  np.savez(tmp, **saved)
-  tmp.replace(_path(cell))
-  print(f"[linear] {inst} |X| = {X}, d = {d}, {name}, block {cell[4]}: R(T) "
-        f"{saved['finals'].mean():.2f} ({saved['seconds']:.0f} s)", file=sys.stderr, flush=True)
-  return saved
-
-
-def _combine(blocks: list[dict]) -> dict:
-  """An agent's blocks 0, 1, … as one run: per-seed arrays joined, per-step mean and 95% t
-  half-width from the sums, the wall times added."""
-  n = sum(len(b["finals"]) for b in blocks)
-  total, squares = sum(b["sum"] for b in blocks), sum(b["squares"] for b in blocks)
-  mean = total / n
-  sd = np.sqrt(np.maximum(squares - n * mean ** 2, 0.0) / max(n - 1, 1))
-  return {"finals": np.concatenate([b["finals"] for b in blocks]),
-          "learned": np.concatenate([b["learned"] for b in blocks]), "mean": mean,
-          "half": stats.t.ppf(0.975, max(n - 1, 1)) * sd / np.sqrt(n),
-          "seconds": sum(float(b["seconds"]) for b in blocks)}
-
-
-def _interval(x, axis=0):
-  """Mean and the half-width of its 95% Student-t interval along `axis`."""
-  x = np.asarray(x, np.float64)
-  n = x.shape[axis]
-  return x.mean(axis), stats.t.ppf(0.975, n - 1) * x.std(axis, ddof=1) / np.sqrt(n)
-
-
-def _learned(regret: np.ndarray) -> np.ndarray:
-  """Per seed: mean per-step regret over the last `TAIL` of the steps / the regret at t = 1
-  (π_ref's, deployed by every agent at t = 1); regret is (seeds, T)."""
-  regret = np.asarray(regret, np.float64)
-  tail = max(1, int(round(TAIL * regret.shape[-1])))
-  return regret[:, -tail:].mean(-1) / regret[:, 0]
-
-
-def _verdict(learned: np.ndarray) -> str:
-  """"collapsed", "unclear" or "" (learned) from `_learned`'s 95% interval against 1."""
-  m, h = _interval(learned)
-  return "collapsed" if m - h >= 1 else "unclear" if m + h >= 1 else ""
-
-
-@dataclasses.dataclass(frozen=True)
-class Comparison:
-  """An exploring agent's R(T) minus its control's, paired over n seeds."""
-  mean: float
-  half: float                  # 95% t half-width
-  p: float                     # two-sided paired t-test
-  sd: float
-  n: int
-  p_holm: float = float("nan")
-  separated: bool = False
-  detectable: float = float("nan")   # the smallest difference detectable (module docstring)
-
-
-def paired(a: np.ndarray, b: np.ndarray) -> Comparison:
-  """a − b over seeds (`Comparison`, before the correction)."""
-  diff = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-  n, sd = diff.shape[0], float(diff.std(ddof=1))
-  mean, half = _interval(diff)
-  p = 1.0 if sd == 0 else float(2 * stats.t.sf(abs(mean) / (sd / np.sqrt(n)), n - 1))
-  return Comparison(float(mean), float(half), p, sd, n)
-
-
-def holm(comparisons: dict) -> dict:
-  """The comparisons with Holm's adjusted p (step-down over all m of them), `separated` where
-  it is below `LEVEL`, and the smallest detectable difference of the unseparated ones."""
-  keys = sorted(comparisons, key=lambda k: comparisons[k].p)
-  m, running, out = len(keys), 0.0, {}
-  for i, k in enumerate(keys):
-    c = comparisons[k]
-    running = max(running, min(1.0, (m - i) * c.p))
-    quantiles = stats.t.ppf(1 - LEVEL / (2 * m), c.n - 1) + stats.t.ppf(POWER, c.n - 1)
-    out[k] = dataclasses.replace(c, p_holm=running, separated=running < LEVEL,
-                                 detectable=float(quantiles * c.sd / np.sqrt(c.n)))
-  return out
-
-
-def _curves(ax, cells: dict, title: str):
-  """Mean per-step regret with 95% bands, log-scaled y (per-step regret is > 0)."""
-  colours = {"linear": "C0", "practical": "C1", "online": "C1"}
-  styles = {"algorithm1": "-", "vpo": "--", "xpo": ":", "greedy": "-.", "dpo": "-."}
-  for name, cell in cells.items():
-    m, h = cell["mean"], cell["half"]
-    t = np.arange(1, m.shape[0] + 1)
-    colour = colours.get(name.split("_")[0], "C2")
-    ax.plot(t, m, styles[name.split("_")[-1]], color=colour, label=name, lw=1.2)
-    ax.fill_between(t, np.maximum(m - h, 1e-4), m + h, color=colour, alpha=0.12)
-  ax.set_yscale("log")
-  ax.set_xlabel("step t")
-  ax.set_title(title, fontsize=9)
-
-
-def _cell_text(c: Comparison) -> str:
-  sep = "**" if c.separated else ""
-  detect = "" if c.separated else f"{c.detectable:.2f}"
-  return (f"{sep}{c.mean:+.2f}{sep} [{c.mean - c.half:+.2f}, {c.mean + c.half:+.2f}] | "
-          f"{c.p_holm:.2g} | {detect}")
+  return CELLS.compute(cell, _settings(scale, cell), env, _agent(name)[0], _seeds(scale, cell),
+                       scale.steps)
 
 
 def run(ctx: Context) -> tuple[str, str]:
@@ -253,25 +123,10 @@ def run(ctx: Context) -> tuple[str, str]:
   every cell present."""
   scale = FULL if ctx.full else QUICK
   cells = _cells(scale)
-  saved = {c: load(scale, c) for c in cells}
-  start = time.time()
-  for c in cells:
-    if saved[c] is None and (ctx.budget is None or time.time() - start < ctx.budget):
-      saved[c] = compute(scale, c)
+  saved = powered.fill(cells, lambda c: load(scale, c), lambda c: compute(scale, c), ctx.budget)
   missing = [c for c in cells if saved[c] is None]
-  done = {}                                    # (instance, |X|, d, agent) -> its first blocks
-  for c in cells:
-    blocks = done.setdefault(c[:4], [])
-    if saved[c] is not None and len(blocks) == c[4]:
-      blocks.append(saved[c])
-  done = {c: _combine(v) for c, v in done.items() if v}
-  comparisons = {}
-  for c, v in done.items():
-    control = c[:3] + (CONTROLS[c[3]],)
-    if control != c and control in done:
-      n = min(len(v["finals"]), len(done[control]["finals"]))      # the seeds both ran
-      comparisons[c] = paired(v["finals"][:n], done[control]["finals"][:n])
-  comparisons = holm(comparisons)
+  done = powered.gather(cells, saved)            # (instance, |X|, d, agent) -> its blocks
+  comparisons = powered.against(done, lambda c: c[:3] + (CONTROLS[c[3]],))
   T, n = scale.steps, scale.seeds
   lines = [f"## {TITLE}", "",
            f"Design: |X| ∈ {list(scale.prompts)}, d ∈ {list(scale.dims)}, A = {ACTIONS}, β = "
@@ -294,20 +149,13 @@ def run(ctx: Context) -> tuple[str, str]:
            "from (a departure from the paper's box; docs/practical_rlhf.md). Tabular exact agents "
            f"(|X| = {scale.prompts[0]} only): every prompt a separate bandit in the box "
            "[0, r_max]^A; they ignore φ.", "",
-           "Each exploring agent is compared with its family's control (`linear_greedy`, "
-           "`online_dpo`, `greedy`: no bonus, both answers from π^(t)): R(T) − the control's, "
-           "paired over seeds, with its 95% Student-t interval; *Holm p*: the paired t-test's p "
-           f"adjusted by Holm's step-down procedure over all {len(comparisons)} comparisons "
-           "of the section (bold: below 0.05); *detectable*: for a comparison not separated, "
-           "the smallest |difference| a paired t-test at the Bonferroni level 0.05/m would have "
-           f"detected with {POWER:.0%} power at the observed spread. The last column: the mean "
-           f"per-step regret over the last {TAIL:.0%} of the steps over π_ref's at t = 1 (below "
-           "1: learned; *collapsed*: its interval at or above 1; *unclear*: it contains 1).", ""]
+           "The controls: `linear_greedy`, `online_dpo`, `greedy`. "
+           + powered.EXPLAINED.format(m=len(comparisons)), ""]
   if missing:
     lines += [f"**Not yet run: {len(missing)} of {len(cells)} cells** of {scale.block} "
               "seeds; the seeds each agent ran are in the tables' *n* column, and a comparison "
               "uses the seeds both agents ran. The section's command computes the rest, "
-              f"resuming from the cells saved in `{CELLS.relative_to(ROOT)}`.", ""]
+              f"resuming from the cells saved in `{CELLS.directory.relative_to(ROOT)}`.", ""]
   for X in scale.prompts:
     for d in scale.dims:
       present = [i for i in scale.instances if any(c[:3] == (i, X, d) for c in done)]
@@ -316,27 +164,18 @@ def run(ctx: Context) -> tuple[str, str]:
       fig = Figure(figsize=(4.2 * len(present), 3.6))
       axes = np.atleast_1d(fig.subplots(1, len(present), sharey=True))
       for ax, inst in zip(axes, present):
-        _curves(ax, {c[3]: v for c, v in done.items() if c[:3] == (inst, X, d)},
+        powered.curves(ax, {c[3]: v for c, v in done.items() if c[:3] == (inst, X, d)},
                 f"{inst}: |X| = {X}, d = {d}")
       axes[0].set_ylabel("per-step regret (mean, 95% band)")
       axes[-1].legend(fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
       path = ctx.figdir / f"linear_X{X}_d{d}.png"
       fig.savefig(path, dpi=110, bbox_inches="tight")
       lines += [f"### |X| = {X}, d = {d}", "", f"![regret curves]({ctx.figdir.link(path)})", "",
-                "| instance | agent | n | R(T) [95% CI] | − control, paired [95% CI] | Holm p "
-                "| detectable | tail / π_ref's [95% CI] | s |",
-                "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+                "| instance | agent | " + powered.HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
       for c, v in done.items():
-        if c[1:3] != (X, d):
-          continue
-        m, h = _interval(v["finals"])
-        lm, lh = _interval(v["learned"])
-        vs = (_cell_text(comparisons[c]) if c in comparisons
-              else "control | | " if CONTROLS[c[3]] == c[3] else "— | | ")
-        lines.append(f"| {c[0]} | {c[3]} | {len(v['finals'])} | {m:.1f} [{m - h:.1f}, "
-                     f"{m + h:.1f}] | {vs} | "
-                     f"{lm:.3f} [{lm - lh:.3f}, {lm + lh:.3f}] {_verdict(v['learned'])} | "
-                     f"{float(v['seconds']):.0f} |")
+        if c[1:3] == (X, d):
+          lines.append(f"| {c[0]} | {c[3]} | "
+                       + powered.row(v, comparisons.get(c), CONTROLS[c[3]] == c[3]) + " |")
       lines.append("")
   return "\n".join(lines), _finding(comparisons, scale, missing)
 
@@ -369,17 +208,22 @@ def _finding(comparisons: dict, scale: Sizes, missing: list) -> str:
 
 def main(argv=None):
   """Computes missing cells only (a background job): `python -m benchmarks.reproduction.linear
-  [--instances ...] [--prompts ...] [--families linear practical tabular]`."""
+  [--instances ...] [--prompts ...] [--dims ...] [--blocks ...] [--families linear practical
+  tabular]`."""
   import argparse
   p = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
   p.add_argument("--instances", nargs="+", default=list(INSTANCES), choices=list(INSTANCES))
   p.add_argument("--prompts", nargs="+", type=int, default=list(QUICK.prompts))
+  p.add_argument("--dims", nargs="+", type=int, default=list(QUICK.dims))
+  p.add_argument("--blocks", nargs="+", type=int, default=list(range(QUICK.seeds // QUICK.block)),
+                 help="seed blocks to compute (block b is seeds 64b … 64b + 63)")
   families = {"linear": LINEAR, "practical": PRACTICAL, "tabular": TABULAR}
   p.add_argument("--families", nargs="+", default=list(families), choices=list(families))
   args = p.parse_args(argv)
   names = {n for f in args.families for n in families[f]}
   for c in _cells(QUICK):
-    if c[0] in args.instances and c[1] in args.prompts and c[3] in names and load(QUICK, c) is None:
+    if (c[0] in args.instances and c[1] in args.prompts and c[2] in args.dims
+        and c[3] in names and c[4] in args.blocks and load(QUICK, c) is None):
       compute(QUICK, c)
 
 

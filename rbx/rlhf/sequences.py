@@ -309,13 +309,17 @@ def _sizes(task) -> tuple[int, int]:
   return task.ref_log_probs.shape[-1], task.tokens.shape[1]
 
 
-def autoregressive(name: str, init, reference, level) -> Policy:
+def autoregressive(name: str, init, reference, level, conditionals=None) -> Policy:
   """The `Policy` of next-token log-probabilities `level(θ, task, xs, l, prefixes)`.
 
   Args:
     name: for messages. init, reference: task -> θ before round 1, and θ_ref (π_θ = π_ref).
     level: log π_θ(y_{l+1} | x, y_1..y_l) for prompts xs (n,) and prefixes (m,) of length l
       (a static int; their numbers among the V^l prefixes, `answers`' order), (n, m, V).
+    conditionals: a Markov policy's `conditionals(θ, task, xs, l)` (`markov`), or None. With
+      it `log_probs_of` reads n answers from one table of every prompt's conditionals,
+      (X, V+1, V) a level, when |X| ≤ n (a buffer longer than the prompts: one table instead
+      of n rows of V+1; the same sums to float32 rounding, a test).
   Returns:
     `log_probs_at(θ, task, xs)` = Σ_l log π_θ(y_{l+1} | x, y_1..y_l) for every answer, (n, V^L),
     level by level (the prefixes of length l + 1 are those of length l times the V tokens);
@@ -344,6 +348,11 @@ def autoregressive(name: str, init, reference, level) -> Policy:
 
   def log_probs_of(params, task, xs, ys) -> chex.Array:
     V, L = _sizes(task)
+    if conditionals is not None and task.rho.shape[0] <= xs.shape[0]:
+      prompts = jnp.arange(task.rho.shape[0])
+      return sum(conditionals(params, task, prompts, l)[
+          xs, V if l == 0 else (ys // V ** (L - l)) % V, (ys // V ** (L - l - 1)) % V]
+          for l in range(L))
 
     def one(x, y):                                 # Σ_l log π_θ(y_{l+1} | x, y_1..y_l)
       return sum(level(params, task, x[None], l, (y // V ** (L - l))[None])[
@@ -398,7 +407,7 @@ def loglinear() -> Policy:
     return jax.nn.log_softmax(task.ref_log_probs[xs, l]
                               + task.token_features[xs, l] @ theta / task.beta, axis=-1)
 
-  return autoregressive("loglinear", init, init, markov(conditionals))
+  return autoregressive("loglinear", init, init, markov(conditionals), conditionals)
 
 
 HIDDEN = 32
@@ -445,7 +454,7 @@ def neural(hidden: int = HIDDEN) -> Policy:
     h = jnp.tanh(p["prompt"][xs][:, None] + p["position"][l] + p["previous"][None] + p["bias"])
     return jax.nn.log_softmax(task.ref_log_probs[xs, l] + h @ p["out"] + p["out_bias"], -1)
 
-  return autoregressive("neural", init, init, markov(conditionals))
+  return autoregressive("neural", init, init, markov(conditionals), conditionals)
 
 
 POLICIES = {"tabular": tabular, "loglinear": loglinear, "neural": neural}

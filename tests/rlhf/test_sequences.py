@@ -94,10 +94,13 @@ def test_ancestral_samples_follow_the_enumerated_probabilities(policy):
   counts = np.bincount(np.asarray(draws), minlength=8)
   np.testing.assert_allclose(expected.sum(), n, rtol=1e-5)
   assert ((counts - expected) ** 2 / expected).sum() < 24.3
-  # log π_θ of given answers alone is the enumeration's
-  xs, ys = jnp.array([0, 1, 1, 0]), jnp.array([7, 0, 5, 3])
-  np.testing.assert_allclose(pol.log_probs_of(theta, task, xs, ys),
-                             pol.log_probs(theta, task)[xs, ys], rtol=1e-6, atol=1e-6)
+  # log π_θ of given answers alone is the enumeration's, read row by row (fewer answers than
+  # prompts) and, for the Markov policies, from one table of every prompt's conditionals
+  xs, ys = jnp.array([0, 1, 1, 0, 2, 1]), jnp.array([7, 0, 5, 3, 6, 2])
+  assert task.rho.shape[0] < xs.shape[0]
+  for n in (1, 6):
+    np.testing.assert_allclose(pol.log_probs_of(theta, task, xs[:n], ys[:n]),
+                               pol.log_probs(theta, task)[xs[:n], ys[:n]], rtol=1e-6, atol=1e-6)
   # and the reference parameters θ_ref give π_ref exactly (to rounding)
   np.testing.assert_allclose(pol.log_probs(pol.reference(task), task), jnp.log(task.pi_ref),
                              atol=1e-5)
