@@ -14,6 +14,8 @@ def test_the_tiny_table_has_every_row_and_its_numbers_parse(tmp_path):
   rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")][1:]
   figures = [r[0].removeprefix("| ") for r in rows]
   expected = [label for label in gpu.SWEEPS["tiny"] for _ in range(2)] + [
+      "sequence enumeration, V^L = 8"] + [
+      label for label in gpu.SEQUENCE_SWEEPS["tiny"] for _ in range(2)] + [
       "README hello world", "rbx demo"] + [
       "neural round, rbx" + ("" if p is None else
                              ", first_layer={}, matmul_precision={}".format(*p))

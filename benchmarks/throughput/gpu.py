@@ -1,9 +1,10 @@
 """Every figure of rbx on one accelerator in one command, within about 5 minutes on one GPU.
 
 Rows: Algorithm 1 (one prompt, A = 10, 50, 200, 1,000), linear_algorithm1, linear_xpo and
-online_dpo (|X| = 10⁴, A = 10, d = 16), each at rbx's default seed batch and at the best of a
-small list (the CPU rule's batch and all of a device's seeds), compile seconds beside run
-seconds; the README's hello world's compile seconds in fresh processes with the compile pool
+online_dpo (|X| = 10⁴, A = 10, d = 16), and the sequence agents on the log-linear policy
+(|X| = 64, V^L = 4,096 and 65,536, the enumeration's seconds apart), each at rbx's default seed
+batch and at the best of a small list (the CPU rule's batch and all of a device's seeds),
+compile seconds beside run seconds; the README's hello world's compile seconds in fresh processes with the compile pool
 at its default and at one thread; `rbx demo`'s wall time; a neural round (NeuralUCB on
 Covertype's shape, m = 100, J = 100) at the device's default products and three others,
 beside the PyTorch loop of `neural_torch_reference.py` on the same GPU; and the Table-1 program's cost (`table1.py --estimate`'s
@@ -36,6 +37,7 @@ from benchmarks.throughput.neural_step_time import time_rbx, time_torch
 from rbx import neural, rlhf
 from rbx.runs import demo
 from rbx.rlhf import registry as rlhf_registry
+from rbx.rlhf import sequences
 
 # Each data set's (rows, features, classes), from shared/datasets/MANIFEST.json.
 SHAPES = {"adult": (48842, 14, 2), "covertype": (581012, 54, 7), "magic": (19020, 10, 2),
@@ -62,6 +64,15 @@ SWEEPS = {
         "online_dpo, |X| = 10⁴, A = 10, d = 16": ("online_dpo", 20, 4, 3, 8, 4, 2),
     },
 }
+# Sequence rows (rbx.rlhf.sequences, log-linear policy, d = 16): label -> (agent, |X|, V, L,
+# seeds, steps, chunk) per scale; the enumeration's seconds are a row of their own per size.
+SEQUENCE_SWEEPS = {
+    "full": {f"{agent}, V^L = {V ** L:,}": (agent, 64, V, L, 256, 20, 5)
+             for V, L in ((8, 4), (16, 4))
+             for agent in ("sequence_dpo", "sequence_xpo", "sequence_vpo", "sequence_algorithm1")},
+    "tiny": {f"{agent}, V^L = 8": (agent, 4, 2, 3, 4, 4, 2)
+             for agent in ("sequence_dpo", "sequence_algorithm1")},
+}
 # hello world (seeds, steps; at full size it is compile_time.HELLO's, in fresh processes), demo
 # (seeds, steps), neural round (history t, width m, J, rows), Table 1 (rows at most, m, J,
 # seeds, tuning seeds)
@@ -70,7 +81,7 @@ SIZES = {"full": dict(demo=(demo.SEEDS, demo.STEPS), neural=(2000, 100, 100, 500
          "tiny": dict(hello=(4, 10), demo=(2, 5), neural=(10, 4, 1, 50),
                       table1=(40, 4, 1, 1, 1))}
 # Shares of --budget per section; a row's budget is its section's share over its rows.
-SHARES = {"sweeps": 0.45, "neural": 0.18, "table1": 0.37}   # hello world and demo: unbudgeted
+SHARES = {"sweeps": 0.35, "sequences": 0.15, "neural": 0.15, "table1": 0.35}   # hello world and demo: unbudgeted
 HEAD = ("| figure | setting | seed batch | compile s | run s | value | unit |\n"
         "|---|---|---|---:|---:|---:|---|\n")
 
@@ -98,16 +109,40 @@ def timed_sweep(build, seeds, steps, chunk, seconds, **kwargs):
 
 
 def sweep_rows(label, spec, seconds) -> str:
-  """The default seed batch's row and the best of it, the CPU rule's batch and all of a
-  device's seeds (each batch as the driver runs it, at most a device's seeds: one sweep per
-  distinct program)."""
+  """`batch_rows` of a `SWEEPS` row."""
   agent, X, A, d, seeds, steps, chunk = spec
   key = jax.random.key(0)
   env = (rlhf.random_instance(key, X, A, 0.5, 2.0, 1.0) if d is None
          else rlhf.random_contextual(key, X, A, d, 0.5, 4.0))
-  build = lambda: (env, rlhf.get(agent))
-  setting = f"{agent}, |X| = {X:,}, A = {A}" + (f", d = {d}" if d else "") + \
-            f", {seeds:,} seeds × ≤ {steps} steps"
+  setting = f"{agent}, |X| = {X:,}, A = {A}" + (f", d = {d}" if d else "")
+  return batch_rows(label, env, rlhf.get(agent), setting, seeds, steps, chunk, seconds)
+
+
+def sequence_rows(specs: dict, seconds) -> str:
+  """Per (|X|, V, L): the enumeration's seconds (`random_sequences`, a second build, its
+  operations compiled), then `batch_rows` of each agent on the log-linear policy."""
+  lines, built = "", set()
+  for label, (agent, X, V, L, seeds, steps, chunk) in specs.items():
+    if (X, V, L) not in built:
+      for _ in range(2):
+        start = time.perf_counter()
+        env = jax.block_until_ready(sequences.random_sequences(jax.random.key(0), X, V, L, 16,
+                                                               0.5, 4.0))
+      built.add((X, V, L))
+      lines += row(f"sequence enumeration, V^L = {V ** L:,}", f"|X| = {X}, V = {V}, L = {L}, "
+                   "d = 16", value=time.perf_counter() - start, unit="s to build")
+    lines += batch_rows(label, env, rlhf.get(agent, policy="loglinear"),
+                        f"{agent}, log-linear, |X| = {X}, V = {V}, L = {L}", seeds, steps, chunk,
+                        seconds)
+  return lines
+
+
+def batch_rows(label, env, agent, setting, seeds, steps, chunk, seconds) -> str:
+  """The default seed batch's row and the best of it, the CPU rule's batch and all of a
+  device's seeds (each batch as the driver runs it, at most a device's seeds: one sweep per
+  distinct program)."""
+  build = lambda: (env, agent)
+  setting += f", {seeds:,} seeds × ≤ {steps} steps"
   end = time.perf_counter() + seconds
   default = timed_sweep(build, seeds, steps, chunk, seconds / 3)
   per_device = math.ceil(seeds / jax.local_device_count())
@@ -235,6 +270,8 @@ def main(argv=None) -> str:
   for label, spec in sweeps.items():
     text += sweep_rows(label, spec, budget * SHARES["sweeps"] / len(sweeps))
     print(text.splitlines()[-1], flush=True)
+  text += sequence_rows(SEQUENCE_SWEEPS[scale], budget * SHARES["sequences"]
+                        / len(SEQUENCE_SWEEPS[scale]))
   # the hello world at full size in fresh processes (compile pool on and off), else in this one
   text += hello_row(*sizes["hello"]) if args.tiny else hello_thread_rows()
   text += demo_row(*sizes["demo"])

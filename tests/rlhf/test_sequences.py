@@ -248,3 +248,16 @@ def test_the_throughput_benchmark_at_its_tiny_size_prints_a_rate():
   row = lines[-1].split()
   assert row[:4] == ["4", "2", "3", "8"] and row[5:7] == ["sequence_xpo", "loglinear"]
   assert float(row[4]) >= 0 and float(row[7].replace(",", "")) > 0
+
+
+def test_proposition3_reads_the_sequence_instances_kappa():
+  # Assumption 1's κ of the hard instance is π_ref's odds of the worst answer against y*,
+  # ((1 − ε)/ε)^L at V = 2, and a config's proposition3 schedule (κ not given) uses it.
+  from rbx import schedules
+  from rbx.rlhf import assumptions, registry
+  eps, L = 0.1, 2
+  env = sequences.hard_sequences(jax.random.key(1), 2, 2, L, 3, 0.25, 4.0, eps)
+  assert float(assumptions.kappa(env)) == pytest.approx(((1 - eps) / eps) ** L, rel=1e-4)
+  alpha = registry.prepare({"schedule": "proposition3", "scale": 0.5}, env, 10)["alpha"]
+  expected = schedules.proposition3(4, 10, 0.25, 4.0, kappa=((1 - eps) / eps) ** L, scale=0.5)
+  np.testing.assert_allclose(alpha(5), expected(5), rtol=1e-4)

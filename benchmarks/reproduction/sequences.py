@@ -1,0 +1,227 @@
+"""Exploration over token sequences, with exact regret: the schemes against online DPO as L grows.
+
+The DPO-form agents of `rbx.rlhf.sequences` on the log-linear autoregressive policy —
+Algorithm 1, VPO and XPO against online DPO, their no-exploration control — on Example 2 over
+sequences (`hard_sequences`: π_ref(y*|x) = ε^L, so a scheme that compares y* only when π_ref
+or its own policy happens to sample it should slow down exponentially in L) and on random
+instances with a uniform π_ref (`random_sequences`, the control where exploration has nothing
+hidden to find), at vocabulary V, length L and |X| prompts. Every answer's reward, J, π* and
+the regret are exact (the V^L answers enumerated); the agents only sample, score and compare
+whole answers. Each (instance, |X|, V, L, agent, seed block) is a cell of `block` seeds × T
+steps saved in `CELLS`, so the section resumes where it stopped; the statistics are
+`benchmarks.reproduction.powered`'s (paired t intervals against online DPO, Holm over every
+comparison, the smallest detectable difference).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+from matplotlib.figure import Figure
+
+from benchmarks import ROOT
+from benchmarks.reproduction import powered
+from benchmarks.reproduction.common import Context
+
+from rbx import rlhf
+from rbx.rlhf import sequences
+
+TITLE = "Exploration over token sequences with exact regret (the sequence family)"
+AGENTS = ("sequence_algorithm1", "sequence_vpo", "sequence_xpo", "sequence_dpo")
+CONTROL = "sequence_dpo"
+DIM, BETA, REWARD_PER_TOKEN, EPSILON, ALPHA = 8, 0.25, 2.0, 0.02, 1.0
+INSTANCES = ("hard", "random")
+CELLS = powered.Cells(ROOT / "benchmarks" / "results" / "reproduction" / "sequence_cells",
+                      "sequences", "{}_X{}_V{}_L{}_{}_{}.npz")
+"""(instance, |X|, V, L, agent, seed block) -> its saved cell."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+  """This section's sizes at one scale."""
+  prompts: tuple[int, ...]              # |X|
+  shapes: tuple[tuple[int, int], ...]   # (V, L), V^L ≤ `sequences.MAX_ANSWERS`
+  steps: int                            # T
+  seeds: int                            # per (instance, |X|, V, L, agent), in blocks of `block`
+  block: int
+
+
+# Sized for this CPU as a resumable background job: at T = 1,000 a block of 64 seeds takes
+# about 1–4 minutes per agent (the DPO term reads the whole buffer at each of the 20 Adam
+# steps of a round). (V, L) = (8, 6) has 262,144 answers, beyond the enumeration's cap.
+QUICK = Sizes(prompts=(1, 64), shapes=((4, 2), (4, 4), (4, 6), (8, 2), (8, 4)), steps=1000,
+              seeds=256, block=64)
+FULL = QUICK
+
+
+def env(inst: str, X: int, V: int, L: int):
+  """The instance: r_max = 2L (reward 2 a token, so r_max/(Lβ) = 8 at every L), d = 8, β =
+  0.25, `key(0)`; the hard one with ε = 0.02 (π_ref(y*|x) = 0.02^L), the random one with a
+  uniform π_ref."""
+  if inst == "hard":
+    return sequences.hard_sequences(jax.random.key(0), X, V, L, DIM, BETA,
+                                    REWARD_PER_TOKEN * L, EPSILON)
+  return sequences.random_sequences(jax.random.key(0), X, V, L, DIM, BETA, REWARD_PER_TOKEN * L)
+
+
+def _agent(name: str):
+  """The agent on the log-linear policy, α = 1 (constant) for every scheme with a bonus; its
+  other settings the defaults (20 Adam steps of rate 0.1 a round, λ = 1, the buffer)."""
+  kwargs = {"policy": "loglinear"} | ({} if name == CONTROL else {"alpha": ALPHA})
+  return rlhf.get(name, **kwargs), kwargs
+
+
+def _cells(scale: Sizes) -> list[tuple]:
+  """Cells in the order they are computed: block by block; in a block the fewest prompts
+  first, at each |X| the smallest V, the hard instance before its random control, L
+  increasing."""
+  return [(inst, X, V, L, name, b) for b in range(scale.seeds // scale.block)
+          for X in scale.prompts for V in sorted({v for v, _ in scale.shapes})
+          for inst in INSTANCES for v, L in scale.shapes if v == V for name in AGENTS]
+
+
+def _settings(scale: Sizes, cell) -> dict:
+  inst, X, V, L, name, b = cell
+  return {"instance": inst, "X": X, "V": V, "L": L, "d": DIM, "beta": BETA,
+          "r_max": REWARD_PER_TOKEN * L, "epsilon": EPSILON, "T": scale.steps,
+          "seeds": [b * scale.block, (b + 1) * scale.block - 1], "agent": name,
+          "kwargs": _agent(name)[1]}
+
+
+def load(scale: Sizes, cell) -> dict | None:
+  return CELLS.load(cell, _settings(scale, cell))
+
+
+def compute(scale: Sizes, cell) -> dict:
+  inst, X, V, L, name, b = cell
+  return CELLS.compute(cell, _settings(scale, cell), env(inst, X, V, L), _agent(name)[0],
+                       list(range(b * scale.block, (b + 1) * scale.block)), scale.steps)
+
+
+def _gap_figure(ax, done: dict, comparisons: dict, inst: str, X: int, V: int):
+  """Each scheme's R(T) − online DPO's against L, with its paired 95% interval."""
+  for i, name in enumerate(a for a in AGENTS if a != CONTROL):
+    pts = [(c[3], comparisons[c]) for c in comparisons if c[:3] == (inst, X, V) and c[4] == name]
+    if pts:
+      L, cs = zip(*sorted(pts, key=lambda p: p[0]))
+      ax.errorbar(np.array(L) + 0.08 * (i - 1), [c.mean for c in cs],
+                  yerr=[c.half for c in cs], fmt="o-", ms=3, capsize=2,
+                  label=name, color=f"C{i}")
+  ax.axhline(0, color="k", lw=0.6)
+  ax.set_xlabel("length L")
+  ax.set_title(f"{inst}: |X| = {X}, V = {V}", fontsize=9)
+
+
+def run(ctx: Context) -> tuple[str, str]:
+  """Computes the missing cells (within `ctx.budget` seconds, if set), then the report from
+  every cell present."""
+  scale = FULL if ctx.full else QUICK
+  cells = _cells(scale)
+  saved = powered.fill(cells, lambda c: load(scale, c), lambda c: compute(scale, c), ctx.budget)
+  missing = [c for c in cells if saved[c] is None]
+  done = powered.gather(cells, saved)             # (instance, |X|, V, L, agent) -> its blocks
+  comparisons = powered.against(done, lambda c: c[:4] + (CONTROL,))
+  lines = [
+      f"## {TITLE}", "",
+      f"Design: |X| ∈ {list(scale.prompts)}, (V, L) ∈ {[tuple(s) for s in scale.shapes]} "
+      f"(V^L answers, all enumerated), T = {scale.steps}, {scale.seeds} seeds per agent in "
+      f"blocks of {scale.block}; d = {DIM}, β = {BETA:g}, r_max = {REWARD_PER_TOKEN:g}·L (a "
+      f"token's share of the reward fixed, r_max/(Lβ) = {REWARD_PER_TOKEN / BETA:g}), `key(0)`. "
+      f"*hard*: `sequences.hard_sequences(…, epsilon={EPSILON:g})`, r*(x, y) = (r_max/L)·#{{l: "
+      "y_l = y*_l(x)}, π_ref gives each of y*'s tokens mass ε, so π_ref(y*|x) = ε^L (Example "
+      "2's 1/κ with κ = ε^−L; docs/sequences.md says why XPO and online DPO should meet y* "
+      "rarely there). *random*: `sequences.random_sequences`, ψ ∼ N(0, I/d), θ* ∼ N(0, I), "
+      "uniform π_ref (the control instance). Agents: `rlhf.get(name, policy=\"loglinear\", "
+      f"alpha={ALPHA:g})` — π_θ(y_l | x, l, y_{{l−1}}) ∝ π_ref(y_l | …) e^{{θᵀψ/β}}, "
+      "the DPO term over the comparisons made, 20 Adam steps (rate 0.1) a round, the ℓ2 term "
+      "(λ/2)‖θ‖² with λ = 1 (a departure from the paper's box, as the practical agents'); α "
+      "constant; XPO's bonus estimated by the round's a2 ~ π_ref, Algorithm 1's by its a2 ~ "
+      "π^(t), VPO's by one draw from π_cal = π_ref (`sequence_selm` is `sequence_xpo` in this "
+      "model, so it is not run apart). The log-linear policy is Markov and normalised per "
+      "token: on the hard instance it holds π* exactly (θ = (r_max/L)e₀), on the random one "
+      "it cannot (π*'s conditionals carry the rest of the answer's value), so there the "
+      "regret has a floor above 0 for every scheme.", "",
+      "The control: `sequence_dpo` (online DPO). " + powered.EXPLAINED.format(m=len(comparisons)),
+      ""]
+  if missing:
+    lines += [f"**Not yet run: {len(missing)} of {len(cells)} cells** of {scale.block} seeds; "
+              "the seeds each agent ran are in the tables' *n* column, and a comparison uses "
+              "the seeds both agents ran. The section's command computes the rest, resuming "
+              f"from the cells saved in `{CELLS.directory.relative_to(ROOT)}`.", ""]
+  for X in scale.prompts:
+    for V in sorted({v for v, _ in scale.shapes}):
+      mine = {c: v for c, v in done.items() if c[1:3] == (X, V)}
+      if not mine:
+        continue
+      present = sorted({(c[0], c[3]) for c in mine}, key=lambda p: (INSTANCES.index(p[0]), p[1]))
+      fig = Figure(figsize=(3.4 * len(present), 3.2))
+      axes = np.atleast_1d(fig.subplots(1, len(present), sharey=True))
+      for ax, (inst, L) in zip(axes, present):
+        powered.curves(ax, {c[4]: v for c, v in mine.items() if (c[0], c[3]) == (inst, L)},
+                       f"{inst}: |X| = {X}, V = {V}, L = {L}")
+      axes[0].set_ylabel("per-step regret (mean, 95% band)")
+      axes[-1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
+      path = ctx.figdir / f"sequences_X{X}_V{V}.png"
+      fig.savefig(path, dpi=100, bbox_inches="tight")
+      gaps = Figure(figsize=(3.6 * len(INSTANCES), 3.0))
+      gax = np.atleast_1d(gaps.subplots(1, len(INSTANCES)))
+      for ax, inst in zip(gax, INSTANCES):
+        _gap_figure(ax, done, comparisons, inst, X, V)
+      gax[0].set_ylabel("R(T) − online DPO's (paired 95% CI)")
+      gax[-1].legend(fontsize=6)
+      gap_path = ctx.figdir / f"sequences_gap_X{X}_V{V}.png"
+      gaps.savefig(gap_path, dpi=100, bbox_inches="tight")
+      lines += [f"### |X| = {X}, V = {V}", "", f"![regret curves]({ctx.figdir.link(path)})", "",
+                f"![the gap to online DPO against L]({ctx.figdir.link(gap_path)})", "",
+                "| instance | L | V^L | agent | " + powered.HEADER,
+                "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+      for c in sorted(mine, key=lambda c: (INSTANCES.index(c[0]), c[3], AGENTS.index(c[4]))):
+        lines.append(f"| {c[0]} | {c[3]} | {V ** c[3]:,} | {c[4]} | "
+                     + powered.row(mine[c], comparisons.get(c), c[4] == CONTROL) + " |")
+      lines.append("")
+  return "\n".join(lines), _finding(comparisons, scale, missing)
+
+
+def _finding(comparisons: dict, scale: Sizes, missing: list) -> str:
+  """Per instance: the separated comparisons (ahead of and behind online DPO) and the range of
+  the detectable differences of the others."""
+  parts = []
+  for inst in INSTANCES:
+    mine = {c: v for c, v in comparisons.items() if c[0] == inst}
+    if not mine:
+      continue
+    name = lambda c: f"{c[4].removeprefix('sequence_')} at |X| = {c[1]}, V = {c[2]}, L = {c[3]}"
+    ahead = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items() if v.separated and v.mean < 0]
+    behind = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items() if v.separated and v.mean > 0]
+    rest = [v.detectable for v in mine.values() if not v.separated]
+    parts.append(f"{inst}: ahead of online DPO {', '.join(ahead) or 'none'}; behind it "
+                 f"{', '.join(behind) or 'none'}"
+                 + (f"; {len(rest)} not separated (detectable {min(rest):.1f}–{max(rest):.1f})"
+                    if rest else ""))
+  seeds = sorted({c.n for c in comparisons.values()}) or [0]
+  span = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
+  return (f"Sequence exploration (T = {scale.steps}, {span} of the design's {scale.seeds} seeds "
+          f"per comparison, Holm over {len(comparisons)} comparisons): " + "; ".join(parts)
+          + (f" ({len(missing)} cells not yet run)" if missing else "") + ".")
+
+
+def main(argv=None):
+  """Computes missing cells only (a background job): `python -m benchmarks.reproduction.sequences
+  [--instances ...] [--prompts ...] [--vocab ...] [--lengths ...] [--blocks ...]`."""
+  import argparse
+  p = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
+  p.add_argument("--instances", nargs="+", default=list(INSTANCES), choices=INSTANCES)
+  p.add_argument("--prompts", nargs="+", type=int, default=list(QUICK.prompts))
+  p.add_argument("--vocab", nargs="+", type=int, default=sorted({v for v, _ in QUICK.shapes}))
+  p.add_argument("--lengths", nargs="+", type=int, default=sorted({l for _, l in QUICK.shapes}))
+  p.add_argument("--blocks", nargs="+", type=int, default=list(range(QUICK.seeds // QUICK.block)))
+  args = p.parse_args(argv)
+  for c in _cells(QUICK):
+    if (c[0] in args.instances and c[1] in args.prompts and c[2] in args.vocab
+        and c[3] in args.lengths and c[5] in args.blocks and load(QUICK, c) is None):
+      compute(QUICK, c)
+
+
+if __name__ == "__main__":
+  main()
