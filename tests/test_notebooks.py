@@ -8,9 +8,10 @@ import pytest
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_four_notebooks():
+def test_there_are_five_notebooks():
   assert [p.name for p in NOTEBOOKS] == ["01_rlhf_exploration.ipynb", "02_neural_bandits.ipynb",
-                                         "03_sweeps_at_scale.ipynb", "04_practical_rlhf.ipynb"]
+                                         "03_sweeps_at_scale.ipynb", "04_practical_rlhf.ipynb",
+                                         "05_sequences.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
