@@ -112,3 +112,17 @@ def test_powered_combines_seed_blocks():
   np.testing.assert_allclose(whole["half"], h)
   np.testing.assert_allclose(whole["finals"], regret.sum(-1))
   assert whole["seconds"] == 2.0
+
+
+def test_scaling_exponent_states_its_misfit():
+  from benchmarks.reproduction import scaling
+  x = np.array([3.0, 10.0, 30.0])
+  law = [np.full((2, 4), 5.0 * a ** 0.5) for a in x]              # R = 5 √A exactly
+  e = scaling.exponent(x, law, boots=50)
+  assert e.slope == pytest.approx(0.5) and e.misfit == pytest.approx(1.0) and e.monotone
+  assert e.text().startswith("**0.50**")
+  # issue 38's row: Algorithm 1 at r_max = 4, mean R 28.8, 334.4, 290.7 — no power law
+  bent = [np.full((2, 4), m) for m in (28.8, 334.4, 290.7)]
+  e = scaling.exponent(x, bent, boots=50)
+  assert not e.monotone and e.misfit > 2
+  assert "not monotone" in e.text() and not e.text().startswith("**")
