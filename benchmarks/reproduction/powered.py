@@ -173,15 +173,21 @@ def against(done: dict, control) -> dict:
   return holm(comparisons)
 
 
-def curves(ax, cells: dict, title: str):
-  """Mean per-step regret with 95% bands, log-scaled y (per-step regret is > 0); colours by
-  the agents' family (the name's first part), line styles by the scheme (its last)."""
-  colours = {"linear": "C0", "practical": "C1", "online": "C1", "sequence": "C3"}
+SCHEME_COLOURS = {"algorithm1": "C0", "vpo": "C1", "xpo": "C2", "greedy": "C7", "dpo": "C7"}
+"""Colours by scheme (the name's last part), for a section of one family."""
+
+
+def curves(ax, cells: dict, title: str, by_scheme: bool = False):
+  """Mean per-step regret with 95% bands, log-scaled y (per-step regret is > 0); line styles
+  by the scheme (the name's last part), colours by the agents' family (its first part) or,
+  with `by_scheme`, by the scheme."""
+  colours = {"linear": "C0", "practical": "C1", "online": "C1"}
   styles = {"algorithm1": "-", "vpo": "--", "xpo": ":", "greedy": "-.", "dpo": "-."}
   for name, cell in cells.items():
     m, h = cell["mean"], cell["half"]
     t = np.arange(1, m.shape[0] + 1)
-    colour = colours.get(name.split("_")[0], "C2")
+    colour = (SCHEME_COLOURS[name.split("_")[-1]] if by_scheme
+              else colours.get(name.split("_")[0], "C2"))
     ax.plot(t, m, styles[name.split("_")[-1]], color=colour, label=name, lw=1.2)
     ax.fill_between(t, np.maximum(m - h, 1e-4), m + h, color=colour, alpha=0.12)
   ax.set_yscale("log")

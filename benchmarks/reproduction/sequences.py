@@ -32,9 +32,10 @@ AGENTS = ("sequence_algorithm1", "sequence_vpo", "sequence_xpo", "sequence_dpo")
 CONTROL = "sequence_dpo"
 DIM, BETA, REWARD_PER_TOKEN, EPSILON, ALPHA = 8, 0.25, 2.0, 0.02, 1.0
 INSTANCES = ("hard", "random")
+POLICIES = ("loglinear", "tabular")
 CELLS = powered.Cells(ROOT / "benchmarks" / "results" / "reproduction" / "sequence_cells",
-                      "sequences", "{}_X{}_V{}_L{}_{}_{}.npz")
-"""(instance, |X|, V, L, agent, seed block) -> its saved cell."""
+                      "sequences", "{}_X{}_V{}_L{}_{}_{}_{}.npz")
+"""(instance, |X|, V, L, policy, agent, seed block) -> its saved cell."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,15 +44,16 @@ class Sizes:
   prompts: tuple[int, ...]              # |X|
   shapes: tuple[tuple[int, int], ...]   # (V, L), V^L ≤ `sequences.MAX_ANSWERS`
   steps: int                            # T
-  seeds: int                            # per (instance, |X|, V, L, agent), in blocks of `block`
-  block: int
+  seeds: int                            # per (instance, |X|, V, L, policy, agent), in blocks
+  block: int                            # of `block`
+  tabular: tuple[int, int, int]         # (|X|, V, blocks): the tabular policy's cells, hard only
 
 
 # Sized for this CPU as a resumable background job: at T = 1,000 a block of 64 seeds takes
 # about 1–4 minutes per agent (the DPO term reads the whole buffer at each of the 20 Adam
 # steps of a round). (V, L) = (8, 6) has 262,144 answers, beyond the enumeration's cap.
 QUICK = Sizes(prompts=(1, 64), shapes=((4, 2), (4, 4), (4, 6), (8, 2), (8, 4)), steps=1000,
-              seeds=256, block=64)
+              seeds=256, block=64, tabular=(1, 4, 1))
 FULL = QUICK
 
 
@@ -65,28 +67,34 @@ def env(inst: str, X: int, V: int, L: int):
   return sequences.random_sequences(jax.random.key(0), X, V, L, DIM, BETA, REWARD_PER_TOKEN * L)
 
 
-def _agent(name: str):
-  """The agent on the log-linear policy, α = 1 (constant) for every scheme with a bonus; its
-  other settings the defaults (20 Adam steps of rate 0.1 a round, λ = 1, the buffer)."""
-  kwargs = {"policy": "loglinear"} | ({} if name == CONTROL else {"alpha": ALPHA})
+def _agent(name: str, policy: str):
+  """The agent on `policy`, α = 1 (constant) for every scheme with a bonus; its other settings
+  the defaults (20 Adam steps of rate 0.1 a round, λ = 1, the buffer)."""
+  kwargs = {"policy": policy} | ({} if name == CONTROL else {"alpha": ALPHA})
   return rlhf.get(name, **kwargs), kwargs
 
 
 def _cells(scale: Sizes) -> list[tuple]:
   """Cells in the order they are computed: block by block; in a block the fewest prompts
   first, at each |X| the smallest V, the hard instance before its random control, L
-  increasing."""
-  return [(inst, X, V, L, name, b) for b in range(scale.seeds // scale.block)
-          for X in scale.prompts for V in sorted({v for v, _ in scale.shapes})
-          for inst in INSTANCES for v, L in scale.shapes if v == V for name in AGENTS]
+  increasing, the log-linear policy; after the first block, the tabular policy's cells (the
+  hard instance at one (|X|, V), the lengths of that V)."""
+  X_tab, V_tab, blocks_tab = scale.tabular
+  tabular = [("hard", X_tab, V_tab, L, "tabular", name, b) for b in range(blocks_tab)
+             for v, L in scale.shapes if v == V_tab for name in AGENTS]
+  loglinear = [[(inst, X, V, L, "loglinear", name, b)
+                for X in scale.prompts for V in sorted({v for v, _ in scale.shapes})
+                for inst in INSTANCES for v, L in scale.shapes if v == V for name in AGENTS]
+               for b in range(scale.seeds // scale.block)]
+  return loglinear[0] + tabular + [c for block in loglinear[1:] for c in block]
 
 
 def _settings(scale: Sizes, cell) -> dict:
-  inst, X, V, L, name, b = cell
+  inst, X, V, L, policy, name, b = cell
   return {"instance": inst, "X": X, "V": V, "L": L, "d": DIM, "beta": BETA,
           "r_max": REWARD_PER_TOKEN * L, "epsilon": EPSILON, "T": scale.steps,
           "seeds": [b * scale.block, (b + 1) * scale.block - 1], "agent": name,
-          "kwargs": _agent(name)[1]}
+          "kwargs": _agent(name, policy)[1]}
 
 
 def load(scale: Sizes, cell) -> dict | None:
@@ -94,23 +102,27 @@ def load(scale: Sizes, cell) -> dict | None:
 
 
 def compute(scale: Sizes, cell) -> dict:
-  inst, X, V, L, name, b = cell
-  return CELLS.compute(cell, _settings(scale, cell), env(inst, X, V, L), _agent(name)[0],
+  inst, X, V, L, policy, name, b = cell
+  return CELLS.compute(cell, _settings(scale, cell), env(inst, X, V, L),
+                       _agent(name, policy)[0],
                        list(range(b * scale.block, (b + 1) * scale.block)), scale.steps)
 
 
-def _gap_figure(ax, done: dict, comparisons: dict, inst: str, X: int, V: int):
-  """Each scheme's R(T) − online DPO's against L, with its paired 95% interval."""
+def _gap_figure(ax, comparisons: dict, panel: tuple):
+  """Each scheme's R(T) − online DPO's against L at `panel` = (instance, |X|, V, policy), with
+  its paired 95% interval."""
+  inst, X, V, policy = panel
   for i, name in enumerate(a for a in AGENTS if a != CONTROL):
-    pts = [(c[3], comparisons[c]) for c in comparisons if c[:3] == (inst, X, V) and c[4] == name]
+    pts = sorted((c[3], v) for c, v in comparisons.items()
+                 if (c[0], c[1], c[2], c[4]) == panel and c[5] == name)
     if pts:
-      L, cs = zip(*sorted(pts, key=lambda p: p[0]))
+      L, cs = zip(*pts)
       ax.errorbar(np.array(L) + 0.08 * (i - 1), [c.mean for c in cs],
                   yerr=[c.half for c in cs], fmt="o-", ms=3, capsize=2,
-                  label=name, color=f"C{i}")
+                  label=name, color=powered.SCHEME_COLOURS[name.split("_")[-1]])
   ax.axhline(0, color="k", lw=0.6)
   ax.set_xlabel("length L")
-  ax.set_title(f"{inst}: |X| = {X}, V = {V}", fontsize=9)
+  ax.set_title(f"{inst}, {policy}: |X| = {X}, V = {V}", fontsize=9)
 
 
 def run(ctx: Context) -> tuple[str, str]:
@@ -120,8 +132,9 @@ def run(ctx: Context) -> tuple[str, str]:
   cells = _cells(scale)
   saved = powered.fill(cells, lambda c: load(scale, c), lambda c: compute(scale, c), ctx.budget)
   missing = [c for c in cells if saved[c] is None]
-  done = powered.gather(cells, saved)             # (instance, |X|, V, L, agent) -> its blocks
-  comparisons = powered.against(done, lambda c: c[:4] + (CONTROL,))
+  done = powered.gather(cells, saved)   # (instance, |X|, V, L, policy, agent) -> its blocks
+  comparisons = powered.against(done, lambda c: c[:5] + (CONTROL,))
+  X_tab, V_tab, _ = scale.tabular
   lines = [
       f"## {TITLE}", "",
       f"Design: |X| ∈ {list(scale.prompts)}, (V, L) ∈ {[tuple(s) for s in scale.shapes]} "
@@ -130,20 +143,22 @@ def run(ctx: Context) -> tuple[str, str]:
       f"token's share of the reward fixed, r_max/(Lβ) = {REWARD_PER_TOKEN / BETA:g}), `key(0)`. "
       f"*hard*: `sequences.hard_sequences(…, epsilon={EPSILON:g})`, r*(x, y) = (r_max/L)·#{{l: "
       "y_l = y*_l(x)}, π_ref gives each of y*'s tokens mass ε, so π_ref(y*|x) = ε^L (Example "
-      "2's 1/κ with κ = ε^−L; docs/sequences.md says why XPO and online DPO should meet y* "
-      "rarely there). *random*: `sequences.random_sequences`, ψ ∼ N(0, I/d), θ* ∼ N(0, I), "
-      "uniform π_ref (the control instance). Agents: `rlhf.get(name, policy=\"loglinear\", "
-      f"alpha={ALPHA:g})` — π_θ(y_l | x, l, y_{{l−1}}) ∝ π_ref(y_l | …) e^{{θᵀψ/β}}, "
-      "the DPO term over the comparisons made, 20 Adam steps (rate 0.1) a round, the ℓ2 term "
-      "(λ/2)‖θ‖² with λ = 1 (a departure from the paper's box, as the practical agents'); α "
-      "constant; XPO's bonus estimated by the round's a2 ~ π_ref, Algorithm 1's by its a2 ~ "
-      "π^(t), VPO's by one draw from π_cal = π_ref (`sequence_selm` is `sequence_xpo` in this "
-      "model, so it is not run apart). The log-linear policy is Markov and normalised per "
-      "token: on the hard instance it holds π* exactly (θ = (r_max/L)e₀), on the random one "
-      "it cannot (π*'s conditionals carry the rest of the answer's value), so there the "
-      "regret has a floor above 0 for every scheme.", "",
-      "The control: `sequence_dpo` (online DPO). " + powered.EXPLAINED.format(m=len(comparisons)),
-      ""]
+      "2's 1/κ with κ = ε^−L). *random*: `sequences.random_sequences`, ψ ∼ N(0, I/d), θ* ∼ "
+      "N(0, I), uniform π_ref (the control instance). Agents: `rlhf.get(name, policy=…, "
+      f"alpha={ALPHA:g})`, 20 Adam steps (rate 0.1) a round on the DPO term over the "
+      "comparisons made, the ℓ2 term (λ/2)‖θ − θ_ref‖² with λ = 1 (a departure from the "
+      "paper's box, as the practical agents'); α constant; XPO's bonus estimated by the round's "
+      "a2 ~ π_ref, Algorithm 1's by its a2 ~ π^(t), VPO's by one draw from π_cal = π_ref "
+      "(`sequence_selm` is `sequence_xpo` in this model, so it is not run apart). *loglinear*: "
+      "π_θ(y_l | x, l, y_{l−1}) ∝ π_ref(y_l | …) e^{θᵀψ/β}, θ ∈ R^d shared by every position "
+      "and prefix; Markov and normalised per token, it holds π* exactly on the hard instance "
+      "(θ = (r_max/L)e₀) but not on the random one (π*'s conditionals carry the rest of the "
+      "answer's value), so there every scheme's regret has a floor above 0. *tabular* (the "
+      f"hard instance at |X| = {X_tab}, V = {V_tab} only): one logit per (prompt, prefix, "
+      "token), nothing shared between prefixes — the policy for which Example 2's argument "
+      "applies token by token.", "",
+      "The control: `sequence_dpo` (online DPO) on the same policy. "
+      + powered.EXPLAINED.format(m=len(comparisons)), ""]
   if missing:
     lines += [f"**Not yet run: {len(missing)} of {len(cells)} cells** of {scale.block} seeds; "
               "the seeds each agent ran are in the tables' *n* column, and a comparison uses "
@@ -154,51 +169,56 @@ def run(ctx: Context) -> tuple[str, str]:
       mine = {c: v for c, v in done.items() if c[1:3] == (X, V)}
       if not mine:
         continue
-      present = sorted({(c[0], c[3]) for c in mine}, key=lambda p: (INSTANCES.index(p[0]), p[1]))
+      order = lambda p: (POLICIES.index(p[-1]), INSTANCES.index(p[0]), p[1:-1])
+      present = sorted({(c[0], c[3], c[4]) for c in mine}, key=order)
       fig = Figure(figsize=(3.4 * len(present), 3.2))
       axes = np.atleast_1d(fig.subplots(1, len(present), sharey=True))
-      for ax, (inst, L) in zip(axes, present):
-        powered.curves(ax, {c[4]: v for c, v in mine.items() if (c[0], c[3]) == (inst, L)},
-                       f"{inst}: |X| = {X}, V = {V}, L = {L}")
+      for ax, (inst, L, policy) in zip(axes, present):
+        powered.curves(ax, {c[5]: v for c, v in mine.items() if (c[0], c[3], c[4]) == (inst, L, policy)},
+                       f"{inst}, {policy}: L = {L}", by_scheme=True)
       axes[0].set_ylabel("per-step regret (mean, 95% band)")
       axes[-1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
       path = ctx.figdir / f"sequences_X{X}_V{V}.png"
       fig.savefig(path, dpi=100, bbox_inches="tight")
-      gaps = Figure(figsize=(3.6 * len(INSTANCES), 3.0))
-      gax = np.atleast_1d(gaps.subplots(1, len(INSTANCES)))
-      for ax, inst in zip(gax, INSTANCES):
-        _gap_figure(ax, done, comparisons, inst, X, V)
+      panels = sorted({(c[0], X, V, c[4]) for c in mine}, key=lambda p: order((p[0], p[3])))
+      gaps = Figure(figsize=(3.6 * len(panels), 3.0))
+      gax = np.atleast_1d(gaps.subplots(1, len(panels)))
+      for ax, panel in zip(gax, panels):
+        _gap_figure(ax, comparisons, panel)
       gax[0].set_ylabel("R(T) − online DPO's (paired 95% CI)")
-      gax[-1].legend(fontsize=6)
+      next((ax for ax in gax if ax.get_legend_handles_labels()[0]), gax[0]).legend(fontsize=6)
       gap_path = ctx.figdir / f"sequences_gap_X{X}_V{V}.png"
       gaps.savefig(gap_path, dpi=100, bbox_inches="tight")
-      lines += [f"### |X| = {X}, V = {V}", "", f"![regret curves]({ctx.figdir.link(path)})", "",
+      lines += [f"### |X| = {X}, V = {V}", "",
+                f"![regret curves, |X| = {X}, V = {V}]({ctx.figdir.link(path)})", "",
                 f"![the gap to online DPO against L]({ctx.figdir.link(gap_path)})", "",
-                "| instance | L | V^L | agent | " + powered.HEADER,
-                "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
-      for c in sorted(mine, key=lambda c: (INSTANCES.index(c[0]), c[3], AGENTS.index(c[4]))):
-        lines.append(f"| {c[0]} | {c[3]} | {V ** c[3]:,} | {c[4]} | "
-                     + powered.row(mine[c], comparisons.get(c), c[4] == CONTROL) + " |")
+                "| instance | policy | L | V^L | agent | " + powered.HEADER,
+                "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+      for c in sorted(mine, key=lambda c: order((c[0], c[3], c[4])) + (AGENTS.index(c[5]),)):
+        lines.append(f"| {c[0]} | {c[4]} | {c[3]} | {V ** c[3]:,} | {c[5]} | "
+                     + powered.row(mine[c], comparisons.get(c), c[5] == CONTROL) + " |")
       lines.append("")
   return "\n".join(lines), _finding(comparisons, scale, missing)
 
 
 def _finding(comparisons: dict, scale: Sizes, missing: list) -> str:
-  """Per instance: the separated comparisons (ahead of and behind online DPO) and the range of
-  the detectable differences of the others."""
+  """Per instance and policy: the separated comparisons (ahead of and behind online DPO) and
+  the range of the detectable differences of the others."""
   parts = []
-  for inst in INSTANCES:
-    mine = {c: v for c, v in comparisons.items() if c[0] == inst}
-    if not mine:
-      continue
-    name = lambda c: f"{c[4].removeprefix('sequence_')} at |X| = {c[1]}, V = {c[2]}, L = {c[3]}"
-    ahead = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items() if v.separated and v.mean < 0]
-    behind = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items() if v.separated and v.mean > 0]
-    rest = [v.detectable for v in mine.values() if not v.separated]
-    parts.append(f"{inst}: ahead of online DPO {', '.join(ahead) or 'none'}; behind it "
-                 f"{', '.join(behind) or 'none'}"
-                 + (f"; {len(rest)} not separated (detectable {min(rest):.1f}–{max(rest):.1f})"
-                    if rest else ""))
+  for policy in POLICIES:
+    for inst in INSTANCES:
+      mine = {c: v for c, v in comparisons.items() if (c[0], c[4]) == (inst, policy)}
+      if not mine:
+        continue
+      name = lambda c: f"{c[5].removeprefix('sequence_')} at |X| = {c[1]}, V = {c[2]}, L = {c[3]}"
+      ahead = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items() if v.separated and v.mean < 0]
+      behind = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items()
+                if v.separated and v.mean > 0]
+      rest = [v.detectable for v in mine.values() if not v.separated]
+      parts.append(f"{inst}, {policy}: ahead of online DPO {', '.join(ahead) or 'none'}; behind "
+                   f"it {', '.join(behind) or 'none'}"
+                   + (f"; {len(rest)} not separated (detectable {min(rest):.1f}–{max(rest):.1f})"
+                      if rest else ""))
   seeds = sorted({c.n for c in comparisons.values()}) or [0]
   span = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
   return (f"Sequence exploration (T = {scale.steps}, {span} of the design's {scale.seeds} seeds "
@@ -208,7 +228,8 @@ def _finding(comparisons: dict, scale: Sizes, missing: list) -> str:
 
 def main(argv=None):
   """Computes missing cells only (a background job): `python -m benchmarks.reproduction.sequences
-  [--instances ...] [--prompts ...] [--vocab ...] [--lengths ...] [--blocks ...]`."""
+  [--instances ...] [--prompts ...] [--vocab ...] [--lengths ...] [--policies ...]
+  [--blocks ...]`."""
   import argparse
   p = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
   p.add_argument("--instances", nargs="+", default=list(INSTANCES), choices=INSTANCES)
@@ -216,10 +237,12 @@ def main(argv=None):
   p.add_argument("--vocab", nargs="+", type=int, default=sorted({v for v, _ in QUICK.shapes}))
   p.add_argument("--lengths", nargs="+", type=int, default=sorted({l for _, l in QUICK.shapes}))
   p.add_argument("--blocks", nargs="+", type=int, default=list(range(QUICK.seeds // QUICK.block)))
+  p.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
   args = p.parse_args(argv)
   for c in _cells(QUICK):
     if (c[0] in args.instances and c[1] in args.prompts and c[2] in args.vocab
-        and c[3] in args.lengths and c[5] in args.blocks and load(QUICK, c) is None):
+        and c[3] in args.lengths and c[4] in args.policies and c[6] in args.blocks
+        and load(QUICK, c) is None):
       compute(QUICK, c)
 
 
