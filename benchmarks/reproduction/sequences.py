@@ -1,16 +1,17 @@
 """Exploration over token sequences, with exact regret: the schemes against online DPO as L grows.
 
-The DPO-form agents of `rbx.rlhf.sequences` on the log-linear autoregressive policy —
-Algorithm 1, VPO and XPO against online DPO, their no-exploration control — on Example 2 over
-sequences (`hard_sequences`: π_ref(y*|x) = ε^L, so a scheme that compares y* only when π_ref
-or its own policy happens to sample it should slow down exponentially in L) and on random
-instances with a uniform π_ref (`random_sequences`, the control where exploration has nothing
-hidden to find), at vocabulary V, length L and |X| prompts. Every answer's reward, J, π* and
-the regret are exact (the V^L answers enumerated); the agents only sample, score and compare
-whole answers. Each (instance, |X|, V, L, agent, seed block) is a cell of `block` seeds × T
-steps saved in `CELLS`, so the section resumes where it stopped; the statistics are
-`benchmarks.reproduction.powered`'s (paired t intervals against online DPO, Holm over every
-comparison, the smallest detectable difference).
+The DPO-form agents of `rbx.rlhf.sequences` — Algorithm 1, VPO and XPO against online DPO,
+their no-exploration control — on Example 2 over sequences (`hard_sequences`: π_ref(y*|x) =
+ε^L) and on random instances with a uniform π_ref (`random_sequences`, the control where
+exploration has nothing hidden to find), at vocabulary V, length L and |X| prompts, on the
+log-linear policy (token features shared by every position) and, on the hard instance at one
+size, the tabular policy (one logit per prefix: a scheme that compares y* only when π_ref or
+its own policy happens to sample it should slow down exponentially in L there). Every answer's
+reward, J, π* and the regret are exact (the V^L answers enumerated); the agents only sample,
+score and compare whole answers. Each (instance, |X|, V, L, policy, agent, seed block) is a
+cell of `block` seeds × T steps saved in `CELLS`, so the section resumes where it stopped;
+the statistics are `benchmarks.reproduction.powered`'s (paired t intervals against online
+DPO, Holm over every comparison, the smallest detectable difference).
 """
 from __future__ import annotations
 

@@ -278,9 +278,11 @@ def hard_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: int,
   π* is near y* when r_max/(Lβ) ≫ log((1 − ε)/(ε(V − 1))) (Example 2's κ ≤ e^{r_max/β}).
 
   A scheme that draws a2 from π_ref (XPO, SELM) compares y* with probability ε^L a round, and
-  online DPO, sampling only its own policy from π^(1) = π_ref, as rarely at first; neither can
-  raise y* before it is compared. Optimism (Algorithm 1, VPO) raises the answers the data
-  leave uncertain, rarely seen ones included.
+  online DPO, sampling only its own policy from π^(1) = π_ref, as rarely at first; with a
+  policy of one logit per prefix neither can raise y* before it is compared. A policy sharing
+  the token features learns from any answer holding some of y*'s tokens, 1 − (1 − ε)^L of
+  π_ref's (docs/sequences.md). Optimism (Algorithm 1, VPO) raises the answers the data leave
+  uncertain, rarely seen ones included.
 
   Args:
     epsilon: ε in (0, 1) (y*'s tokens are the least likely ones for ε < 1/V).
