@@ -126,3 +126,22 @@ def test_scaling_exponent_states_its_misfit():
   e = scaling.exponent(x, bent, boots=50)
   assert not e.monotone and e.misfit > 2
   assert "not monotone" in e.text() and not e.text().startswith("**")
+
+
+def test_sequence_section_resumes_from_its_cells(ctx, monkeypatch, tmp_path):
+  from benchmarks.reproduction import powered, sequences
+  monkeypatch.setattr(sequences, "CELLS", powered.Cells(tmp_path / "cells", "sequences",
+                                                        sequences.CELLS.pattern))
+  monkeypatch.setattr(sequences, "QUICK", sequences.Sizes(
+      prompts=(1,), shapes=((2, 2),), steps=8, seeds=3, block=3, tabular=(1, 2, 1)))
+  monkeypatch.setattr(sequences, "INSTANCES", ("hard",))
+  text, finding = sequences.run(ctx._replace(budget=0))       # nothing computed yet
+  assert "Not yet run: 8 of 8 cells" in text and "Holm over 0 comparisons" in finding
+  text, finding = sequences.run(ctx)
+  assert len(list((tmp_path / "cells").glob("*.npz"))) == 8
+  rows = [r for r in text.splitlines() if r.startswith("| hard |")]
+  assert len(rows) == 8 and sum("| control |" in r for r in rows) == 2
+  assert "Holm over 6 comparisons" in finding and "Not yet run" not in text
+  # a second run reads every cell back: no agent runs
+  monkeypatch.setattr(sequences.CELLS, "compute", lambda *a: pytest.fail("recomputed a cell"))
+  assert sequences.run(ctx) == (text, finding)

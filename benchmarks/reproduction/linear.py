@@ -155,7 +155,7 @@ def run(ctx: Context) -> tuple[str, str]:
     lines += [f"**Not yet run: {len(missing)} of {len(cells)} cells** of {scale.block} "
               "seeds; the seeds each agent ran are in the tables' *n* column, and a comparison "
               "uses the seeds both agents ran. The section's command computes the rest, "
-              f"resuming from the cells saved in `{CELLS.directory.relative_to(ROOT)}`.", ""]
+              f"resuming from the cells saved in `{CELLS.shown()}`.", ""]
   for X in scale.prompts:
     for d in scale.dims:
       present = [i for i in scale.instances if any(c[:3] == (i, X, d) for c in done)]

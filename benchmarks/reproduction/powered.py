@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from benchmarks import ROOT
 from rbx import rlhf
 
 LEVEL, POWER = 0.05, 0.8
@@ -42,6 +43,11 @@ class Cells:
 
   def path(self, cell) -> Path:
     return self.directory / self.pattern.format(*cell)
+
+  def shown(self) -> str:
+    """The directory as the report names it: relative to the repository where it is inside."""
+    d = self.directory.resolve()
+    return str(d.relative_to(ROOT) if d.is_relative_to(ROOT) else d)
 
   def load(self, cell, settings: dict) -> dict | None:
     """The saved cell if it was computed with `settings`, else None."""

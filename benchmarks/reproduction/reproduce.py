@@ -36,7 +36,7 @@ from benchmarks.reproduction.common import Context, Figures
 
 # The report's sections in order; each names a module of benchmarks/reproduction/.
 SECTIONS = ["propositions", "learner_box", "comparison", "exponents", "hard_instances",
-            "scaling", "practical", "linear", "tables", "timing"]
+            "scaling", "practical", "linear", "sequences", "tables", "timing"]
 # The closing section: no computation, rewritten on every run.
 CLOSING = "differences"
 # Older names for groups of sections, still accepted by --only and --skip.
@@ -132,7 +132,7 @@ def main(argv=None) -> None:
   p.add_argument("--skip", nargs="+", default=[], choices=names, metavar="NAME",
                  help="run every section but these")
   p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                 help="sections that save their cells (linear) compute new ones for at most "
+                 help="sections that save their cells (linear, sequences) compute new ones for at most "
                  "this long, then report the cells present (0: none computed)")
   p.add_argument("--assemble", action="store_true",
                  help="run nothing: write the report from the saved sections")

@@ -164,7 +164,7 @@ def run(ctx: Context) -> tuple[str, str]:
     lines += [f"**Not yet run: {len(missing)} of {len(cells)} cells** of {scale.block} seeds; "
               "the seeds each agent ran are in the tables' *n* column, and a comparison uses "
               "the seeds both agents ran. The section's command computes the rest, resuming "
-              f"from the cells saved in `{CELLS.directory.relative_to(ROOT)}`.", ""]
+              f"from the cells saved in `{CELLS.shown()}`.", ""]
   for X in scale.prompts:
     for V in sorted({v for v, _ in scale.shapes}):
       mine = {c: v for c, v in done.items() if c[1:3] == (X, V)}
