@@ -149,9 +149,9 @@ def run(ctx: Context) -> tuple[str, str]:
            "from (a departure from the paper's box; docs/practical_rlhf.md). Tabular exact agents "
            f"(|X| = {scale.prompts[0]} only): every prompt a separate bandit in the box "
            "[0, r_max]^A; they ignore φ. |X| = 10⁴ is not in this design: no accelerator was "
-           "lent to run it at 64 seeds, and on this CPU a linear agent runs about 75 "
-           "seed-steps/s there (benchmarks/README.md), about 1 CPU-hour per agent for one block "
-           "of 64 seeds at T = 1,000.", "",
+           "lent to run it, and on this CPU a linear agent ran 73–77 seed-steps/s there with the "
+           "step before the active set (benchmarks/README.md): 14 minutes or more per block of 64 "
+           "seeds at T = 1,000, a day of CPU for the 96 cells of 256 seeds.", "",
            "The controls: `linear_greedy`, `online_dpo`, `greedy`. "
            + powered.EXPLAINED.format(m=len(comparisons)), ""]
   if missing:
