@@ -133,7 +133,7 @@ def test_sequence_section_resumes_from_its_cells(ctx, monkeypatch, tmp_path):
   monkeypatch.setattr(sequences, "CELLS", powered.Cells(tmp_path / "cells", "sequences",
                                                         sequences.CELLS.pattern))
   monkeypatch.setattr(sequences, "QUICK", sequences.Sizes(
-      prompts=(1,), shapes=((2, 2),), steps=8, seeds=3, block=3, tabular=(1, 2, 1)))
+      prompts=(1,), shapes=((2, 2),), steps=8, seeds=3, block=3, tabular=(1, 2, (2,), 1)))
   monkeypatch.setattr(sequences, "INSTANCES", ("hard",))
   text, finding = sequences.run(ctx._replace(budget=0))       # nothing computed yet
   assert "Not yet run: 8 of 8 cells" in text and "Holm over 0 comparisons" in finding

@@ -47,14 +47,15 @@ class Sizes:
   steps: int                            # T
   seeds: int                            # per (instance, |X|, V, L, policy, agent), in blocks
   block: int                            # of `block`
-  tabular: tuple[int, int, int]         # (|X|, V, blocks): the tabular policy's cells, hard only
+  tabular: tuple                        # (|X|, V, lengths, blocks): the tabular policy's cells,
+                                        # hard only
 
 
 # Sized for this CPU as a resumable background job: at T = 1,000 a block of 64 seeds takes
-# about 1–4 minutes per agent (the DPO term reads the whole buffer at each of the 20 Adam
-# steps of a round). (V, L) = (8, 6) has 262,144 answers, beyond the enumeration's cap.
+# about 1–2.5 minutes per agent on the log-linear policy (the DPO term reads the whole buffer
+# at each of the 20 Adam steps of a round), about 5 on the tabular one. (V, L) = (8, 6) has 262,144 answers, beyond the enumeration's cap.
 QUICK = Sizes(prompts=(1, 64), shapes=((4, 2), (4, 4), (4, 6), (8, 2), (8, 4)), steps=1000,
-              seeds=256, block=64, tabular=(1, 4, 1))
+              seeds=256, block=64, tabular=(1, 4, (2, 4), 1))
 FULL = QUICK
 
 
@@ -80,9 +81,9 @@ def _cells(scale: Sizes) -> list[tuple]:
   first, at each |X| the smallest V, the hard instance before its random control, L
   increasing, the log-linear policy; after the first block, the tabular policy's cells (the
   hard instance at one (|X|, V), the lengths of that V)."""
-  X_tab, V_tab, blocks_tab = scale.tabular
+  X_tab, V_tab, lengths, blocks_tab = scale.tabular
   tabular = [("hard", X_tab, V_tab, L, "tabular", name, b) for b in range(blocks_tab)
-             for v, L in scale.shapes if v == V_tab for name in AGENTS]
+             for L in lengths for name in AGENTS]
   loglinear = [[(inst, X, V, L, "loglinear", name, b)
                 for X in scale.prompts for V in sorted({v for v, _ in scale.shapes})
                 for inst in INSTANCES for v, L in scale.shapes if v == V for name in AGENTS]
@@ -135,7 +136,7 @@ def run(ctx: Context) -> tuple[str, str]:
   missing = [c for c in cells if saved[c] is None]
   done = powered.gather(cells, saved)   # (instance, |X|, V, L, policy, agent) -> its blocks
   comparisons = powered.against(done, lambda c: c[:5] + (CONTROL,))
-  X_tab, V_tab, _ = scale.tabular
+  X_tab, V_tab, lengths, _ = scale.tabular
   lines = [
       f"## {TITLE}", "",
       f"Design: |X| ∈ {list(scale.prompts)}, (V, L) ∈ {[tuple(s) for s in scale.shapes]} "
@@ -155,9 +156,9 @@ def run(ctx: Context) -> tuple[str, str]:
       "and prefix; Markov and normalised per token, it holds π* exactly on the hard instance "
       "(θ = (r_max/L)e₀) but not on the random one (π*'s conditionals carry the rest of the "
       "answer's value), so there every scheme's regret has a floor above 0. *tabular* (the "
-      f"hard instance at |X| = {X_tab}, V = {V_tab} only): one logit per (prompt, prefix, "
-      "token), nothing shared between prefixes — the policy for which Example 2's argument "
-      "applies token by token.", "",
+      f"hard instance at |X| = {X_tab}, V = {V_tab}, L ∈ {list(lengths)} only): one logit per "
+      "(prompt, prefix, token), nothing shared between prefixes: it must see y*'s prefixes "
+      "compared before it can raise them, as Example 2's argument needs.", "",
       "The control: `sequence_dpo` (online DPO) on the same policy. "
       + powered.EXPLAINED.format(m=len(comparisons)), ""]
   if missing:
