@@ -188,7 +188,10 @@ def run(ctx: Context) -> tuple[str, str]:
       for ax, panel in zip(gax, panels):
         _gap_figure(ax, comparisons, panel)
       gax[0].set_ylabel("R(T) − online DPO's (paired 95% CI)")
-      next((ax for ax in gax if ax.get_legend_handles_labels()[0]), gax[0]).legend(fontsize=6)
+      for ax in gax:
+        if ax.get_legend_handles_labels()[0]:
+          ax.legend(fontsize=6)
+          break
       gap_path = ctx.figdir / f"sequences_gap_X{X}_V{V}.png"
       gaps.savefig(gap_path, dpi=100, bbox_inches="tight")
       lines += [f"### |X| = {X}, V = {V}", "",
