@@ -123,10 +123,9 @@ def run(ctx: Context) -> tuple[str, str]:
   every cell present."""
   scale = FULL if ctx.full else QUICK
   cells = _cells(scale)
-  saved = powered.fill(cells, lambda c: load(scale, c), lambda c: compute(scale, c), ctx.budget)
-  missing = [c for c in cells if saved[c] is None]
-  done = powered.gather(cells, saved)            # (instance, |X|, d, agent) -> its blocks
-  comparisons = powered.against(done, lambda c: c[:3] + (CONTROLS[c[3]],))
+  missing, done, comparisons = powered.evaluate(      # done: (instance, |X|, d, agent) -> runs
+      cells, lambda c: load(scale, c), lambda c: compute(scale, c), ctx.budget,
+      lambda c: c[:3] + (CONTROLS[c[3]],))
   T, n = scale.steps, scale.seeds
   lines = [f"## {TITLE}", "",
            f"Design: |X| ∈ {list(scale.prompts)}, d ∈ {list(scale.dims)}, A = {ACTIONS}, β = "
@@ -154,11 +153,7 @@ def run(ctx: Context) -> tuple[str, str]:
            "seeds at T = 1,000, a day of CPU for the 96 cells of 256 seeds.", "",
            "The controls: `linear_greedy`, `online_dpo`, `greedy`. "
            + powered.EXPLAINED.format(m=len(comparisons)), ""]
-  if missing:
-    lines += [f"**Not yet run: {len(missing)} of {len(cells)} cells** of {scale.block} "
-              "seeds; the seeds each agent ran are in the tables' *n* column, and a comparison "
-              "uses the seeds both agents ran. The section's command computes the rest, "
-              f"resuming from the cells saved in `{CELLS.shown()}`.", ""]
+  lines += powered.not_yet_run(missing, cells, scale.block, CELLS)
   for X in scale.prompts:
     for d in scale.dims:
       present = [i for i in scale.instances if any(c[:3] == (i, X, d) for c in done)]
@@ -184,29 +179,12 @@ def run(ctx: Context) -> tuple[str, str]:
 
 
 def _finding(comparisons: dict, scale: Sizes, missing: list) -> str:
-  """One sentence per instance family: the separated comparisons, and the largest detectable
-  difference among the others."""
-  parts = []
-  for inst in scale.instances:
-    mine = {c: v for c, v in comparisons.items() if c[0] == inst}
-    if not mine:
-      continue
-    ahead = [f"{c[3]} at |X| = {c[1]}, d = {c[2]} ({v.mean:+.1f})" for c, v in mine.items()
-             if v.separated and v.mean < 0]
-    behind = [f"{c[3]} at |X| = {c[1]}, d = {c[2]} ({v.mean:+.1f})" for c, v in mine.items()
-              if v.separated and v.mean > 0]
-    rest = [v.detectable for v in mine.values() if not v.separated]
-    parts.append(f"{inst}: ahead of their control {', '.join(ahead) or 'none'}; behind it "
-                 f"{', '.join(behind) or 'none'}" + (
-                     f"; {len(rest)} not separated (smallest detectable differences "
-                     f"{min(rest):.1f}–{max(rest):.1f})"
-                     if rest else ""))
-  seeds = sorted({c.n for c in comparisons.values()}) or [0]
-  span = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
-  return (f"Shared-feature exploration (T = {scale.steps}, {span} of the design's {scale.seeds} "
-          f"seeds per comparison, Holm over "
-          f"{len(comparisons)} comparisons): " + "; ".join(parts)
-          + (f" ({len(missing)} cells not yet run)" if missing else "") + ".")
+  """One clause per instance family (`powered.part`)."""
+  name = lambda c: f"{c[3]} at |X| = {c[1]}, d = {c[2]}"
+  parts = [powered.part(inst, mine, name, "their control") for inst in scale.instances
+           if (mine := {c: v for c, v in comparisons.items() if c[0] == inst})]
+  return powered.finding("Shared-feature exploration", comparisons, parts, scale.steps,
+                         scale.seeds, missing)
 
 
 def main(argv=None):

@@ -100,6 +100,13 @@ def fill(cells: list[tuple], load, compute, budget: float | None) -> dict:
   return saved
 
 
+def evaluate(cells: list[tuple], load, compute, budget: float | None, control):
+  """`fill`, then (the cells still missing, `gather`'s runs, `against` their controls)."""
+  saved = fill(cells, load, compute, budget)
+  done = gather(cells, saved)
+  return [c for c in cells if saved[c] is None], done, against(done, control)
+
+
 def gather(cells: list[tuple], saved: dict) -> dict:
   """(cell without its block) -> `combine` of its consecutive saved blocks from 0."""
   done = {}
@@ -230,3 +237,37 @@ EXPLAINED = (
     f"have detected with {POWER:.0%} power at the observed spread. *tail / π_ref's*: the mean "
     f"per-step regret over the last {TAIL:.0%} of the steps over π_ref's at t = 1 (below 1: "
     "learned; *collapsed*: its interval at or above 1; *unclear*: it contains 1).")
+
+
+def not_yet_run(missing: list, cells: list, block: int, store: Cells) -> list[str]:
+  """The report's paragraph on the cells not yet run (none when every cell is present)."""
+  if not missing:
+    return []
+  return [f"**Not yet run: {len(missing)} of {len(cells)} cells** of {block} seeds; the seeds "
+          "each agent ran are in the tables' *n* column, and a comparison uses the seeds both "
+          "agents ran. The section's command computes the rest, resuming from the cells saved "
+          f"in `{store.shown()}`.", ""]
+
+
+def part(label: str, mine: dict, name, control: str) -> str:
+  """One group's clause of a finding: the comparisons `mine` separated ahead of and behind
+  `control` (each as `name(key)` with its difference), and the range of the smallest
+  detectable differences of the others."""
+  ahead = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items() if v.separated and v.mean < 0]
+  behind = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items() if v.separated and v.mean > 0]
+  rest = [v.detectable for v in mine.values() if not v.separated]
+  return (f"{label}: ahead of {control} {', '.join(ahead) or 'none'}; behind it "
+          f"{', '.join(behind) or 'none'}"
+          + (f"; {len(rest)} not separated (smallest detectable differences "
+             f"{min(rest):.1f}–{max(rest):.1f})" if rest else ""))
+
+
+def finding(what: str, comparisons: dict, parts: list[str], steps: int, seeds: int,
+            missing: list) -> str:
+  """A section's one-sentence finding: its `parts`, with the horizon, the seeds the
+  comparisons had against the design's, and the cells not yet run."""
+  n = sorted({c.n for c in comparisons.values()}) or [0]
+  span = f"{n[0]}" if n[0] == n[-1] else f"{n[0]}–{n[-1]}"
+  return (f"{what} (T = {steps}, {span} of the design's {seeds} seeds per comparison, Holm "
+          f"over {len(comparisons)} comparisons): " + "; ".join(parts)
+          + (f" ({len(missing)} cells not yet run)" if missing else "") + ".")

@@ -132,10 +132,9 @@ def run(ctx: Context) -> tuple[str, str]:
   every cell present."""
   scale = FULL if ctx.full else QUICK
   cells = _cells(scale)
-  saved = powered.fill(cells, lambda c: load(scale, c), lambda c: compute(scale, c), ctx.budget)
-  missing = [c for c in cells if saved[c] is None]
-  done = powered.gather(cells, saved)   # (instance, |X|, V, L, policy, agent) -> its blocks
-  comparisons = powered.against(done, lambda c: c[:5] + (CONTROL,))
+  missing, done, comparisons = powered.evaluate(   # done: (instance, |X|, V, L, policy, agent)
+      cells, lambda c: load(scale, c), lambda c: compute(scale, c), ctx.budget,
+      lambda c: c[:5] + (CONTROL,))
   X_tab, V_tab, lengths, _ = scale.tabular
   lines = [
       f"## {TITLE}", "",
@@ -161,11 +160,7 @@ def run(ctx: Context) -> tuple[str, str]:
       "compared before it can raise them, as Example 2's argument needs.", "",
       "The control: `sequence_dpo` (online DPO) on the same policy. "
       + powered.EXPLAINED.format(m=len(comparisons)), ""]
-  if missing:
-    lines += [f"**Not yet run: {len(missing)} of {len(cells)} cells** of {scale.block} seeds; "
-              "the seeds each agent ran are in the tables' *n* column, and a comparison uses "
-              "the seeds both agents ran. The section's command computes the rest, resuming "
-              f"from the cells saved in `{CELLS.shown()}`.", ""]
+  lines += powered.not_yet_run(missing, cells, scale.block, CELLS)
   for X in scale.prompts:
     for V in sorted({v for v, _ in scale.shapes}):
       mine = {c: v for c, v in done.items() if c[1:3] == (X, V)}
@@ -207,28 +202,13 @@ def run(ctx: Context) -> tuple[str, str]:
 
 
 def _finding(comparisons: dict, scale: Sizes, missing: list) -> str:
-  """Per instance and policy: the separated comparisons (ahead of and behind online DPO) and
-  the range of the detectable differences of the others."""
-  parts = []
-  for policy in POLICIES:
-    for inst in INSTANCES:
-      mine = {c: v for c, v in comparisons.items() if (c[0], c[4]) == (inst, policy)}
-      if not mine:
-        continue
-      name = lambda c: f"{c[5].removeprefix('sequence_')} at |X| = {c[1]}, V = {c[2]}, L = {c[3]}"
-      ahead = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items() if v.separated and v.mean < 0]
-      behind = [f"{name(c)} ({v.mean:+.1f})" for c, v in mine.items()
-                if v.separated and v.mean > 0]
-      rest = [v.detectable for v in mine.values() if not v.separated]
-      parts.append(f"{inst}, {policy}: ahead of online DPO {', '.join(ahead) or 'none'}; behind "
-                   f"it {', '.join(behind) or 'none'}"
-                   + (f"; {len(rest)} not separated (detectable {min(rest):.1f}–{max(rest):.1f})"
-                      if rest else ""))
-  seeds = sorted({c.n for c in comparisons.values()}) or [0]
-  span = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
-  return (f"Sequence exploration (T = {scale.steps}, {span} of the design's {scale.seeds} seeds "
-          f"per comparison, Holm over {len(comparisons)} comparisons): " + "; ".join(parts)
-          + (f" ({len(missing)} cells not yet run)" if missing else "") + ".")
+  """One clause per (policy, instance) (`powered.part`)."""
+  name = lambda c: f"{c[5].removeprefix('sequence_')} at |X| = {c[1]}, V = {c[2]}, L = {c[3]}"
+  parts = [powered.part(f"{inst}, {policy}", mine, name, "online DPO")
+           for policy in POLICIES for inst in INSTANCES
+           if (mine := {c: v for c, v in comparisons.items() if (c[0], c[4]) == (inst, policy)})]
+  return powered.finding("Sequence exploration", comparisons, parts, scale.steps, scale.seeds,
+                         missing)
 
 
 def main(argv=None):
