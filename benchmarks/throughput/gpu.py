@@ -32,12 +32,11 @@ import jax
 from benchmarks import ROOT
 from benchmarks.reference.covertype_like import covertype_like
 from benchmarks.reproduction import table1
-from benchmarks.throughput import compile_time
+from benchmarks.throughput import compile_time, sequence_throughput
 from benchmarks.throughput.neural_step_time import time_rbx, time_torch
 from rbx import neural, rlhf
 from rbx.runs import demo
 from rbx.rlhf import registry as rlhf_registry
-from rbx.rlhf import sequences
 
 # Each data set's (rows, features, classes), from shared/datasets/MANIFEST.json.
 SHAPES = {"adult": (48842, 14, 2), "covertype": (581012, 54, 7), "magic": (19020, 10, 2),
@@ -121,17 +120,13 @@ def sweep_rows(label, spec, seconds) -> str:
 def sequence_rows(specs: dict, seconds) -> str:
   """Per (|X|, V, L): the enumeration's seconds (`random_sequences`, a second build, its
   operations compiled), then `batch_rows` of each agent on the log-linear policy."""
-  lines, built = "", set()
+  lines, envs = "", {}
   for label, (agent, X, V, L, seeds, steps, chunk) in specs.items():
-    if (X, V, L) not in built:
-      for _ in range(2):
-        start = time.perf_counter()
-        env = jax.block_until_ready(sequences.random_sequences(jax.random.key(0), X, V, L, 16,
-                                                               0.5, 4.0))
-      built.add((X, V, L))
+    if (X, V, L) not in envs:
+      envs[X, V, L], seconds_built = sequence_throughput.build(X, V, L, 16)
       lines += row(f"sequence enumeration, V^L = {V ** L:,}", f"|X| = {X}, V = {V}, L = {L}, "
-                   "d = 16", value=time.perf_counter() - start, unit="s to build")
-    lines += batch_rows(label, env, rlhf.get(agent, policy="loglinear"),
+                   "d = 16", value=seconds_built, unit="s to build")
+    lines += batch_rows(label, envs[X, V, L], rlhf.get(agent, policy="loglinear"),
                         f"{agent}, log-linear, |X| = {X}, V = {V}, L = {L}", seeds, steps, chunk,
                         seconds)
   return lines

@@ -28,6 +28,16 @@ SIZES = {"default": [(64, 8, 4), (64, 16, 4)], "tiny": [(4, 2, 3)]}
 """(|X|, V, L) per row: V^L = 4,096 and 65,536 answers; the tiny one 8."""
 
 
+def build(X: int, V: int, L: int, dim: int):
+  """(`random_sequences(key(0), X, V, L, dim, β = 0.5, r_max = 4)`, the seconds of its second
+  build, its operations compiled)."""
+  for _ in range(2):
+    start = time.perf_counter()
+    env = jax.block_until_ready(sequences.random_sequences(jax.random.key(0), X, V, L, dim,
+                                                           0.5, 4.0))
+  return env, time.perf_counter() - start
+
+
 def main(argv=None) -> list[str]:
   """Prints (and returns) the table's lines."""
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -51,11 +61,7 @@ def main(argv=None) -> list[str]:
            f"{'policy':<10} {'seed-steps/s':>13} {'compile s':>10}"]
   print(*lines, sep="\n", flush=True)
   for X, V, L in SIZES["tiny" if args.tiny else "default"]:
-    for _ in range(2):                   # the second build, its operations compiled
-      start = time.perf_counter()
-      env = jax.block_until_ready(
-          sequences.random_sequences(jax.random.key(0), X, V, L, args.dim, 0.5, 4.0))
-      built = time.perf_counter() - start
+    env, built = build(X, V, L, args.dim)
     for name in args.agents:
       for policy in args.policies:
         kwargs = {} if name == "sequence_dpo" else {"alpha": 1.0}
