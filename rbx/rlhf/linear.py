@@ -469,7 +469,7 @@ def _solve_spd(m, b):
     return m - f[:, None] * m[j][None, :], b - jnp.outer(f, b[j]).reshape(b.shape)
 
   carry = (m, b)
-  for j in range(n - 1):           # the last column has nothing below it
+  for j in range(n):
     carry = eliminate(j, carry)
   m, b = carry
   x = jnp.zeros_like(b)
