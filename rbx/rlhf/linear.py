@@ -362,7 +362,7 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
   eye = jnp.eye(g.shape[0], dtype=g.dtype)
   directions = [_cone_step(lap + ridge * eye, normals, g)]
   if not dc or config.dc_gradient:
-    directions.append(_cone_step(None, normals, g))
+    directions.append(_cone_step(eye, normals, g))
   if dc:
     value = search.log_likelihood(p.s) + jnp.dot(slope, p.theta)
   steps = []
@@ -429,11 +429,9 @@ def _cone_step(hessian, normals, g):
   step re-solved on the others. Where that step leaves a released face outward, only the face
   with the most negative μ is released, the classic rule, whose step moves inward on it. A
   face with μ > 0 holds the step on it. On a working set W the step is Δ = H⁻¹(g − N_Wᵀμ_W)
-  with (N_W H⁻¹ N_Wᵀ) μ_W = N_W H⁻¹ g, so H is factored once for the three sets. `hessian`
-  None is the identity (the projected gradient): no elimination."""
+  with (N_W H⁻¹ N_Wᵀ) μ_W = N_W H⁻¹ g, so H is factored once for the three sets."""
   k = normals.shape[0]
-  rhs = jnp.concatenate([g[:, None], normals.T], axis=1)
-  solved = rhs if hessian is None else _solve_spd(hessian, rhs)
+  solved = _solve_spd(hessian, jnp.concatenate([g[:, None], normals.T], axis=1))
   h_g, h_n = solved[:, 0], solved[:, 1:]                       # H⁻¹g (d,), H⁻¹Nᵀ (d, k)
   schur, c = normals @ h_n, normals @ h_g                      # (k, k), (k,)
   eps = 1e-5 * (1.0 + jnp.max(jnp.diag(schur)))   # dependent faces: a least-norm μ (float32)
@@ -473,9 +471,8 @@ def _solve_spd(m, b):
     carry = eliminate(j, carry)
   m, b = carry
   x = jnp.zeros_like(b)
-  at = index.reshape((n,) + (1,) * (b.ndim - 1))
-  for j in reversed(range(n)):     # a select, not x.at[j].set: vmapped, the scatter copied x
-    x = jnp.where(at == j, (b[j] - m[j] @ x) / m[j, j], x)
+  for j in reversed(range(n)):
+    x = x.at[j].set((b[j] - m[j] @ x) / m[j, j])
   return x
 
 
