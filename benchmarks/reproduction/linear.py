@@ -149,9 +149,9 @@ def run(ctx: Context) -> tuple[str, str]:
            "from (a departure from the paper's box; docs/practical_rlhf.md). Tabular exact agents "
            f"(|X| = {scale.prompts[0]} only): every prompt a separate bandit in the box "
            "[0, r_max]^A; they ignore φ. |X| = 10⁴ is not in this design: no accelerator was "
-           "lent to run it, and on this CPU a linear agent runs 29–32 seed-steps/s there "
+           "lent to run it, and on this CPU a linear agent runs 29–32 seed-steps/s there at d = 16 "
            "(benchmarks/README.md, `linear_throughput`): about 35 minutes per block of 64 seeds "
-           "at T = 1,000, more than a day of CPU for the linear agents' 48 cells of 256 seeds "
+           "at T = 1,000: days of CPU for the linear agents' 96 cells of 256 seeds "
            "alone.", "",
            "The controls: `linear_greedy`, `online_dpo`, `greedy`. "
            + powered.EXPLAINED.format(m=len(comparisons)), ""]
