@@ -4,10 +4,14 @@ the scheme table (`rbx.rlhf.schemes`) bit for bit (tests/rlhf/test_schemes.py).
     python tests/rlhf/scheme_regrets.py     # rewrites scheme_regrets.npz
 
 The recording runs under the test suite's XLA flags (tests/xla_env.py, as tests/conftest.py
-sets them) on one CPU device, and stores them with the jax version: the test compares bit for
-bit only under the same flags, platform and version, and to float32 rounding elsewhere.
+sets them) on one CPU device, and stores them with the jax version and the host CPU (XLA:CPU
+compiles for its instruction set): the test compares bit for bit only under the same flags,
+platform, version and CPU, and elsewhere to 1% (the linear agents' iterative solves amplify
+float32 rounding: 0.2% on linear_greedy between two x86-64 hosts).
 """
+import hashlib
 import os
+import platform
 import sys
 from pathlib import Path
 
@@ -36,10 +40,21 @@ def regrets() -> dict:
   return out
 
 
+def cpu() -> str:
+  """A digest of the host CPU's model name and instruction-set flags (/proc/cpuinfo where it
+  exists): the same jax and XLA flags round differently on CPUs with other vector units."""
+  try:
+    info = Path("/proc/cpuinfo").read_text().splitlines()
+    key = [next((l for l in info if l.startswith(k)), "") for k in ("model name", "flags")]
+  except OSError:
+    key = [platform.processor()]
+  return hashlib.sha256("\n".join(key).encode()).hexdigest()[:16]
+
+
 def conditions() -> dict:
   """What a bit-for-bit comparison needs to be the same."""
   import jax
-  return {"jax": jax.__version__, "platform": jax.default_backend(),
+  return {"jax": jax.__version__, "platform": jax.default_backend(), "cpu": cpu(),
           "xla_flags": " ".join(sorted(os.environ.get("XLA_FLAGS", "").split()))}
 
 

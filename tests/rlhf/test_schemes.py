@@ -18,7 +18,8 @@ from rbx.rlhf import schemes
 @pytest.mark.slow
 def test_every_registered_agent_keeps_its_recorded_regret():
   recorded = np.load(RECORDING)
-  same = all(str(recorded[f"_{k}"]) == v for k, v in conditions().items())
+  same = all(f"_{k}" in recorded.files and str(recorded[f"_{k}"]) == v
+             for k, v in conditions().items())
   got = regrets()
   assert set(got) == {k for k in recorded.files if not k.startswith("_")}, \
       "an agent was added or removed: rerun tests/rlhf/scheme_regrets.py"
@@ -26,8 +27,8 @@ def test_every_registered_agent_keeps_its_recorded_regret():
     assert np.ptp(regret) > 0, name                  # the policy moved: a non-trivial check
     if same:
       np.testing.assert_array_equal(regret, recorded[name], err_msg=name)
-    else:                                            # another jaxlib, platform or XLA flags
-      np.testing.assert_allclose(regret, recorded[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    else:                    # another jaxlib, platform, CPU or XLA flags (scheme_regrets.py)
+      np.testing.assert_allclose(regret, recorded[name], rtol=1e-2, atol=1e-5, err_msg=name)
 
 
 def test_the_table_is_the_papers():
