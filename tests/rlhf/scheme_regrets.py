@@ -20,6 +20,7 @@ import xla_env  # noqa: E402
 
 RECORDING = Path(__file__).with_name("scheme_regrets.npz")
 SEEDS, STEPS = 2, 8
+CPU_LINES = ("model name", "flags", "CPU implementer", "CPU part", "Features")
 
 
 def regrets() -> dict:
@@ -41,11 +42,13 @@ def regrets() -> dict:
 
 
 def cpu() -> str:
-  """A digest of the host CPU's model name and instruction-set flags (/proc/cpuinfo where it
-  exists): the same jax and XLA flags round differently on CPUs with other vector units."""
+  """A digest of the host CPU's model and instruction-set lines in /proc/cpuinfo (x86's model
+  name and flags, Arm's part and Features), or `platform.processor()` where there is none: the
+  same jax and XLA flags round differently on CPUs with other vector units."""
   try:
     info = Path("/proc/cpuinfo").read_text().splitlines()
-    key = [next((l for l in info if l.startswith(k)), "") for k in ("model name", "flags")]
+    key = [next(l for l in info if l.startswith(k)) for k in CPU_LINES
+           if any(l.startswith(k) for l in info)]
   except OSError:
     key = [platform.processor()]
   return hashlib.sha256("\n".join(key).encode()).hexdigest()[:16]
