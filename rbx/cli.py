@@ -189,7 +189,7 @@ def _download(args) -> int:
 
 def _demo(args) -> int:
   from rbx.runs import demo as demo_lib
-  compile_cache(not args.no_compile_cache)
+  _compile_cache(args)
   try:
     demo_lib.run(seeds=args.seeds, steps=args.steps, alpha=args.alpha, progress=_progress(args))
   except ValueError as e:
@@ -204,7 +204,7 @@ def _run(args) -> int:
     args.parser.error("--resume continues a run as it was configured: no --seeds, --steps, "
                       "--set, --import, --overwrite")
   import jax
-  compile_cache(not args.no_compile_cache)
+  _compile_cache(args)
   from rbx.core import devices
   from rbx.runs import checkpoint, experiment
   from rbx.runs import config as config_lib
@@ -256,51 +256,18 @@ def _print_summary(directory) -> None:
   print(f"\n## {section}\n\n`rbx report {directory}` writes the whole report with its plots.")
 
 
-CACHE_ENV = "RBX_COMPILATION_CACHE"
-_OFF = ("0", "off", "false", "no")
-
-
 def _add_compile_cache(parser) -> None:
+  from rbx.core.compile_cache import ENV
   parser.add_argument("--no-compile-cache", action="store_true",
                       help=f"do not keep compiled programs on disk for the next run (also "
-                           f"{CACHE_ENV}=off; {CACHE_ENV}=DIR moves the cache)")
+                           f"{ENV}=off; {ENV}=DIR moves the cache; rbx.core.compile_cache)")
 
 
-def compile_cache(enabled: bool = True,
-                  echo=lambda text: print(text, file=sys.stderr)) -> str | None:
-  """Turns on JAX's persistent compilation cache for this command (`cache_directory`): a
-  second `rbx demo` or run of the same config loads its programs instead of compiling them.
-  `echo` says where, once: when the directory is made. Returns the directory in use, or None."""
-  import os
-  import jax
-  path = cache_directory(enabled, os.environ, jax.config.jax_compilation_cache_dir)
-  if path is None or path == jax.config.jax_compilation_cache_dir:
-    return path
-  if not os.path.isdir(path):
-    os.makedirs(path, exist_ok=True)
-    echo(f"rbx: compiled programs are cached in {path} for later runs (--no-compile-cache or "
-         f"{CACHE_ENV}=off turns it off)")
-  jax.config.update("jax_compilation_cache_dir", path)
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-  return path
-
-
-def cache_directory(enabled: bool, environ, jax_directory: str | None) -> str | None:
-  """The command line's compilation cache directory: a directory the user gave JAX
-  (`jax_directory`: `JAX_COMPILATION_CACHE_DIR` or `jax_compilation_cache_dir`) as it is;
-  else None when `enabled` is False or `RBX_COMPILATION_CACHE` is "off" (or 0, false, no);
-  else `RBX_COMPILATION_CACHE` (a path) or `$XDG_CACHE_HOME/rbx/jax` (default
-  `~/.cache/rbx/jax`)."""
-  import os
-  if jax_directory:
-    return jax_directory
-  setting = environ.get(CACHE_ENV, "").strip()
-  if not enabled or setting.lower() in _OFF:
-    return None
-  if setting:
-    return os.path.expanduser(setting)
-  base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-  return os.path.join(base, "rbx", "jax")
+def _compile_cache(args) -> None:
+  """The command's compile cache (`rbx.core.compile_cache`, which every sweep turns on):
+  --no-compile-cache turns it off for the process."""
+  from rbx.core import compile_cache
+  compile_cache.use(False if args.no_compile_cache else None)
 
 
 def _add_no_progress(parser) -> None:

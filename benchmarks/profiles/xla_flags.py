@@ -59,6 +59,7 @@ def measure(flags: str) -> dict:
   env = {k: v for k, v in os.environ.items()
          if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_NUM_CPU_DEVICES", "RBX_NUM_CPU_DEVICES")}
   env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count=4".strip()
+  env["RBX_COMPILATION_CACHE"] = "off"       # cold compiles (rbx.core.compile_cache)
   out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
                        check=True)
   return json.loads(out.stdout.splitlines()[-1])

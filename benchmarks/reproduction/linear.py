@@ -26,7 +26,6 @@ from benchmarks.reproduction import powered
 from benchmarks.reproduction.common import Context
 
 from rbx import rlhf
-from rbx.cli import compile_cache
 from rbx.rlhf import linear as linear_lib
 
 TITLE = "Exploration over a shared linear reward, with power (contextual RLHF)"
@@ -192,8 +191,9 @@ def _finding(comparisons: dict, scale: Sizes, missing: list) -> str:
 def main(argv=None):
   """Computes missing cells only (a background job): `python -m benchmarks.reproduction.linear
   [--instances ...] [--prompts ...] [--dims ...] [--blocks ...] [--families linear practical
-  tabular]`. Compiled programs are kept on disk (`rbx.cli.compile_cache`): an agent's later
-  seed blocks on the same instance load its program instead of compiling it."""
+  tabular]`. Compiled programs are kept on disk (every sweep's cache,
+  `rbx.core.compile_cache`): an agent's later seed blocks on the same instance load its
+  program instead of compiling it."""
   import argparse
   p = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
   p.add_argument("--instances", nargs="+", default=list(INSTANCES), choices=list(INSTANCES))
@@ -204,7 +204,6 @@ def main(argv=None):
   families = {"linear": LINEAR, "practical": PRACTICAL, "tabular": TABULAR}
   p.add_argument("--families", nargs="+", default=list(families), choices=list(families))
   args = p.parse_args(argv)
-  compile_cache()
   names = {n for f in args.families for n in families[f]}
   for c in _cells(QUICK):
     if (c[0] in args.instances and c[1] in args.prompts and c[2] in args.dims

@@ -26,7 +26,6 @@ from benchmarks.reproduction import powered
 from benchmarks.reproduction.common import Context
 
 from rbx import rlhf
-from rbx.cli import compile_cache
 from rbx.rlhf import sequences
 
 TITLE = "Exploration over token sequences with exact regret (the sequence family)"
@@ -215,8 +214,9 @@ def _finding(comparisons: dict, scale: Sizes, missing: list) -> str:
 def main(argv=None):
   """Computes missing cells only (a background job): `python -m benchmarks.reproduction.sequences
   [--instances ...] [--prompts ...] [--vocab ...] [--lengths ...] [--policies ...]
-  [--blocks ...]`. Compiled programs are kept on disk (`rbx.cli.compile_cache`): an agent's
-  later seed blocks on the same instance load its program instead of compiling it."""
+  [--blocks ...]`. Compiled programs are kept on disk (every sweep's cache,
+  `rbx.core.compile_cache`): an agent's later seed blocks on the same instance load its
+  program instead of compiling it."""
   import argparse
   p = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
   p.add_argument("--instances", nargs="+", default=list(INSTANCES), choices=INSTANCES)
@@ -226,7 +226,6 @@ def main(argv=None):
   p.add_argument("--blocks", nargs="+", type=int, default=list(range(QUICK.seeds // QUICK.block)))
   p.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
   args = p.parse_args(argv)
-  compile_cache()
   for c in _cells(QUICK):
     if (c[0] in args.instances and c[1] in args.prompts and c[2] in args.vocab
         and c[3] in args.lengths and c[4] in args.policies and c[6] in args.blocks

@@ -1,5 +1,6 @@
-"""What a short run waits for: the README hello world's compile seconds and `rbx demo`'s wall
-time, cold (an empty compilation cache) and warm (the cache the cold run filled).
+"""What a short run waits for: the README hello world's compile seconds (from Python) and
+`rbx demo`'s wall time, cold (the compilation cache off, or empty) and warm (the cache the
+cold run filled; `rbx.core.compile_cache`, which `rbx.sweep` and the command line share).
 
 Each figure comes from a fresh Python process (`python -c`, `python -m rbx.cli demo`), so
 imports and tracing count as a user sees them. `--tree DIR` runs the same commands against
@@ -36,19 +37,23 @@ print(json.dumps(res.timing["compile_seconds"]))
 
 def _env(tree: Path, threads: int | None, cache: str | None) -> dict:
   env = {k: v for k, v in os.environ.items()
-         if k not in ("JAX_COMPILATION_CACHE_DIR", "RBX_COMPILATION_CACHE")}
+         if k not in ("JAX_COMPILATION_CACHE_DIR", "RBX_COMPILATION_CACHE",
+                      "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")}
   env["PYTHONPATH"] = str(tree)
   if threads is not None:
     env["RBX_COMPILE_THREADS"] = str(threads)
-  if cache is not None:       # a tree whose CLI has no cache of its own gets JAX's, the same way
+  if cache is None:           # cold: the cache turned off explicitly
+    env["RBX_COMPILATION_CACHE"] = "off"
+  else:                       # a tree with no cache of its own gets JAX's, the same way
     env["RBX_COMPILATION_CACHE"] = env["JAX_COMPILATION_CACHE_DIR"] = cache
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
   return env
 
 
-def hello(tree: Path, threads: int | None) -> float:
-  """The hello world's `compile_seconds` (no persistent cache, as from Python)."""
-  out = subprocess.run([sys.executable, "-c", HELLO], env=_env(tree, threads, None),
+def hello(tree: Path, threads: int | None, cache: str | None = None) -> float:
+  """The hello world's `compile_seconds` in a fresh Python, with the compilation cache in
+  `cache` (None: off, a cold compile)."""
+  out = subprocess.run([sys.executable, "-c", HELLO], env=_env(tree, threads, cache),
                        capture_output=True, text=True, check=True, cwd=tree)
   return float(out.stdout.strip().splitlines()[-1])
 
@@ -71,11 +76,14 @@ def main(argv=None) -> list[dict]:
   p.add_argument("--repeats", type=int, default=1, help="runs of each figure (median)")
   args = p.parse_args(argv)
   settings = [(tree, threads) for tree in [ROOT] + args.tree for threads in args.threads or [None]]
-  figures = {s: {"hello": [], "cold": [], "warm": []} for s in settings}
+  figures = {s: {"hello": [], "hello warm": [], "cold": [], "warm": []} for s in settings}
   for _ in range(args.repeats):         # interleaved: every setting sees the same load
     for tree, threads in settings:
       f = figures[tree, threads]
       f["hello"].append(hello(tree, threads))
+      with tempfile.TemporaryDirectory(prefix="rbx-compile-time-") as cache:
+        hello(tree, threads, cache)                       # fills the cache
+        f["hello warm"].append(hello(tree, threads, cache))
       with tempfile.TemporaryDirectory(prefix="rbx-compile-time-") as cache:
         f["cold"].append(demo(tree, threads, cache))
         f["warm"].append(demo(tree, threads, cache))
@@ -84,11 +92,12 @@ def main(argv=None) -> list[dict]:
   rows = [dict(tree=str(tree), threads=threads or "default",
                **{k: statistics.median(v) for k, v in figures[tree, threads].items()})
           for tree, threads in settings]
-  print("\n| tree | compile threads | hello world compile s | rbx demo cold s | rbx demo warm s |")
-  print("|---|---|---:|---:|---:|")
+  print("\n| tree | compile threads | hello world compile s | the same, cache warm | "
+        "rbx demo cold s | rbx demo warm s |")
+  print("|---|---|---:|---:|---:|---:|")
   for r in rows:
-    print(f"| {r['tree']} | {r['threads']} | {r['hello']:.1f} | {r['cold']:.1f} | "
-          f"{r['warm']:.1f} |")
+    print(f"| {r['tree']} | {r['threads']} | {r['hello']:.1f} | {r['hello warm']:.1f} | "
+          f"{r['cold']:.1f} | {r['warm']:.1f} |")
   return rows
 
 

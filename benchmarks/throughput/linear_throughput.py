@@ -38,6 +38,7 @@ import numpy as np
 
 from benchmarks import ROOT
 from rbx import rlhf
+from rbx.core import compile_cache
 from rbx.rlhf.linear import LINEAR_SOLVER
 
 AGENTS = ("linear_greedy", "linear_xpo", "linear_vpo", "linear_algorithm1")
@@ -96,6 +97,7 @@ def main(argv=None):
   parser.add_argument("--agents", nargs="+", default=list(AGENTS))
   parser.add_argument("--baseline", help="git revision whose agents to run alongside")
   args = parser.parse_args(argv)
+  compile_cache.use(False)     # its compile seconds are compiles, not loads from the disk cache
   versions = {"this tree": rlhf.get}
   if args.baseline:
     old = baseline_agents(args.baseline)

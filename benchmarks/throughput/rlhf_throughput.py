@@ -28,6 +28,7 @@ import numpy as np
 
 from benchmarks.reference import numpy_algorithm1, scipy_algorithm1
 from rbx import rlhf
+from rbx.core import compile_cache
 
 BETA, R_MAX, ALPHA = 0.5, 2.0, 3.0
 _CFG = rlhf.SolverConfig()
@@ -102,6 +103,7 @@ def main():
   p.add_argument("--prompts", nargs="*", type=int, default=None, help="the |X| values (A = 10)")
   p.add_argument("--seeds", nargs="+", type=int, default=None, help="rbx's seed counts")
   args = p.parse_args()
+  compile_cache.use(False)     # its compile seconds are compiles, not loads from the disk cache
   n = len(jax.devices())
   actions = args.actions if args.actions is not None else ([3, 10] if args.quick else list(ACTIONS))
   prompts = args.prompts if args.prompts is not None else ([1, 100] if args.quick else list(PROMPTS))

@@ -31,6 +31,7 @@ import jax
 
 import rbx
 import rbx.core.sweep
+from rbx.core import compile_cache
 from rbx.runs import checkpoint, config
 
 RLHF = """
@@ -174,6 +175,7 @@ def main():
   p.add_argument("--skip", nargs="*", default=[], choices=["throughput", "overhead", "memory"])
   p.add_argument("--measure-memory", type=int, nargs=3, help=argparse.SUPPRESS)
   args = p.parse_args()
+  compile_cache.use(False)     # its compile seconds are compiles, not loads from the disk cache
   if args.measure_memory:
     _measure_memory(*args.measure_memory)
     return

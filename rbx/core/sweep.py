@@ -28,7 +28,7 @@ import jax
 
 from rbx import _checks
 from rbx.core import devices as devices_lib
-from rbx.core import batching, driver, memory, protocol, registry
+from rbx.core import batching, compile_cache, driver, memory, protocol, registry
 from rbx.core import progress as progress_lib
 from rbx.core import grid as grid_lib
 from rbx.core.grid import Grid, seed_list
@@ -81,6 +81,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
       a sweep whose memory estimate does not fit on this machine (`rbx.core.memory`), before
       anything compiles or is allocated.
   """
+  compile_cache.use()                       # the command line's cache, from Python too
   steps = _checks.positive_int("steps", steps)
   num_seeds = _checks.num_seeds(seeds)
   build, expanded, static = grid_lib.expand(build, grid, static)
