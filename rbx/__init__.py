@@ -10,7 +10,8 @@ optimistic solver, Examples 1–2) and `rbx.neural` (the NeuralRBMLE paper: Neur
 NeuralUCB, NeuralTS, DeepFPL, BootstrappedNN, LinRBMLE, LinUCB), each declaring its
 environments and agents in a registry (`rbx.core.registry`). Shared: `rbx.schedules` (α_t),
 `rbx.data` (data sets), `rbx.core` (protocol, sweep, driver, devices, results, plots) and
-`rbx.runs` (run directories: TOML configs, `rbx run`, checkpoints, results on disk, reports).
+`rbx.runs` (run directories: TOML configs, `rbx run`, checkpoints, results on disk, reports;
+`rbx.submit`, slices of a sweep's seeds on a Slurm cluster through submitit, merged).
 
 Importing rbx gives JAX one CPU device per core (`rbx.core.devices.use_every_core`;
 `RBX_NUM_CPU_DEVICES=1` turns it off, and it does not apply if JAX has started or its CPU
@@ -25,6 +26,7 @@ from rbx._version import __version__  # noqa: E402
 from rbx.core.results import Results  # noqa: E402
 from rbx.core.sweep import simulate, sweep  # noqa: E402
 from rbx.runs.store import load, save  # noqa: E402
+from rbx.runs.submit import submit  # noqa: E402
 
 __all__ = ["neural", "rlhf", "schedules", "sweep", "simulate", "Results", "load", "save",
-           "__version__"]
+           "submit", "__version__"]

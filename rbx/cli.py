@@ -21,6 +21,8 @@ JAX sweeps over seeds and hyperparameters.
   rbx run CONFIG.toml --seeds 1000:2000 --out DIR
                                  one slice of the seeds (a job array task), into DIR
   rbx merge DIR... --out OUT     join slices of one config into one run directory
+  rbx submit CONFIG.toml --slices N --executor slurm --out DIR
+                                 slices of the seeds as a Slurm job array (submitit), merged
   rbx report DIR / rbx plot DIR  a run's summary and plots (--out OUT to write elsewhere)
   rbx keys                       every config key: kind, default, meaning (docs/config_keys.md)
   rbx data download NAME         a data set of the NeuralRBMLE paper
@@ -46,8 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--version", action="version", version=f"rbx {__version__}")
   sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-  for register in (register_demo, register_run, register_merge, register_plot, register_report,
-                   register_keys, register_data):
+  for register in (register_demo, register_run, register_merge, register_submit, register_plot,
+                   register_report, register_keys, register_data):
     register(sub)
   return parser
 
@@ -113,7 +115,102 @@ def register_merge(subparsers) -> None:
       "different configs (anything but the seeds), overlapping seeds and unfinished runs.")
   p.add_argument("dirs", nargs="+", metavar="DIR", help="a complete run directory (a slice)")
   p.add_argument("--out", metavar="OUT", required=True, help="the new run directory")
+  _add_allow_mixed(p)
   p.set_defaults(handler=_merge)
+
+
+def _add_allow_mixed(parser) -> None:
+  parser.add_argument("--allow-mixed", action="store_true",
+                      help="merge slices whose reproducibility settings (metadata.json's bits: "
+                           "device kind, seed_batch rule, versions, XLA flags) differ, with a note "
+                           "in the merged metadata; refused otherwise")
+
+
+def register_submit(subparsers) -> None:
+  """Adds `rbx submit CONFIG --slices N [--executor slurm|local] --out DIR | --resume DIR`."""
+  p = subparsers.add_parser(
+      "submit", help="run a config as slices of its seeds on Slurm (or locally) via submitit, "
+      "then merge",
+      description="Cuts the config's seeds into N contiguous slices and submits one task per "
+      "slice through submitit (needs pip install 'rbx[cluster]'): a Slurm job array, or "
+      "processes on this machine with --executor local. Slice K runs as the run directory "
+      "DIR/slice_K with its checkpoints; a preempted or timed-out task is requeued and resumes "
+      "from its checkpoint. The command waits, printing each slice's progress, and merges them "
+      "into DIR/all; --no-wait returns after submitting (DIR/submit.json holds the job ids). "
+      "`rbx submit --resume DIR` submits again the slices that ended unfinished and waits.")
+  p.add_argument("config", nargs="?", help="the sweep config, a TOML file (see configs/)")
+  p.add_argument("--resume", metavar="DIR", help="submit DIR's unfinished slices again and wait")
+  p.add_argument("--slices", type=_positive_int, metavar="N",
+                 help="the number of tasks, 1 to the number of seeds")
+  p.add_argument("--executor", choices=("slurm", "local"), default="slurm",
+                 help="slurm (a job array through sbatch; default) or local (this machine)")
+  p.add_argument("--out", metavar="DIR", help="a new or empty directory for the slices, the "
+                 "merge (DIR/all) and the tasks' logs (DIR/submitit)")
+  p.add_argument("--no-wait", action="store_true", help="return once the tasks are submitted")
+  p.add_argument("--poll", type=float, default=10.0, metavar="S",
+                 help="seconds between progress checks while waiting (default 10)")
+  _add_allow_mixed(p)
+  p.add_argument("--import", dest="imports", metavar="MODULE", action="append", default=[],
+                 help="a module or .py file registering one's own agents (as rbx run)")
+  p.add_argument("--seeds", type=_seeds, metavar="N|START:STOP", help="override the config's seeds")
+  p.add_argument("--steps", type=_positive_int, help="override the config's steps")
+  p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                 help="override any key, as rbx run --set (repeatable)")
+  _add_compile_cache(p)
+  job = p.add_argument_group("each task's resources (submitit's parameters)")
+  job.add_argument("--timeout-min", type=_positive_int, metavar="M",
+                   help="minutes per task (Slurm: the partition's default; local: a week)")
+  job.add_argument("--slurm-partition", metavar="P", help="the Slurm partition")
+  job.add_argument("--gpus-per-task", type=int, metavar="G", help="GPUs per task")
+  job.add_argument("--cpus-per-task", type=_positive_int, metavar="C", help="CPU cores per task")
+  job.add_argument("--mem-gb", type=float, metavar="GB", help="memory per task")
+  job.add_argument("--slurm-array-parallelism", type=_positive_int, metavar="K",
+                   help="at most K tasks at once")
+  job.add_argument("--executor-option", metavar="KEY=VALUE", action="append", default=[],
+                   help="any other submitit parameter, e.g. slurm_account=abc or "
+                        "slurm_qos=\"high\" (a TOML value; repeatable)")
+  p.set_defaults(handler=_submit, parser=p)
+
+
+def _submit(args) -> int:
+  if (args.config is None) == (args.resume is None):
+    args.parser.error("give either CONFIG (with --slices N and --out DIR) or --resume DIR")
+  _compile_cache(args)
+  from rbx.runs import config as config_lib
+  from rbx.runs import submit
+  try:
+    if args.resume:
+      given = [f"--{k.replace('_', '-')}" for k in ("slices", "out", "seeds", "steps")
+               if getattr(args, k) is not None] + (["--set"] if args.set else [])
+      if given:
+        args.parser.error(f"--resume continues a submission as it was made: no {', '.join(given)}")
+      handle = submit.resume(args.resume)
+    else:
+      if args.slices is None or args.out is None:
+        args.parser.error("CONFIG needs --slices N (1 to its number of seeds) and --out DIR")
+      overrides = dict(config_lib.parse_setting(x) for x in args.set)
+      overrides.update({k: getattr(args, k) for k in ("seeds", "steps")
+                        if getattr(args, k) is not None})
+      options = dict(config_lib.parse_setting(x) for x in args.executor_option)
+      options.update(timeout_min=args.timeout_min, slurm_partition=args.slurm_partition,
+                     gpus_per_node=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
+                     mem_gb=args.mem_gb, slurm_array_parallelism=args.slurm_array_parallelism)
+      handle = submit.submit(args.config, slices=args.slices, out=args.out,
+                             executor=args.executor, overrides=overrides, imports=args.imports,
+                             compile_cache=not args.no_compile_cache, **options)
+    if args.no_wait:
+      print(f"{handle.directory}: `rbx submit --resume {handle.directory}` waits for the "
+            "slices and merges them")
+      return 0
+    handle.wait(poll=args.poll, allow_mixed=args.allow_mixed)
+  except (ValueError, OSError) as e:
+    return _fail("submit", e)
+  except KeyboardInterrupt:
+    print(f"rbx submit: stopped waiting; the tasks go on: `rbx submit --resume "
+          f"{args.resume or args.out}` waits again", file=sys.stderr)
+    return EXIT_INTERRUPTED
+  _print_summary(handle.directory / "all")
+  return 0
 
 
 def register_keys(subparsers) -> None:
@@ -239,7 +336,7 @@ def _run(args) -> int:
 def _merge(args) -> int:
   from rbx.runs import experiment
   try:
-    experiment.merge(args.dirs, args.out)
+    experiment.merge(args.dirs, args.out, allow_mixed=args.allow_mixed)
   except (ValueError, OSError) as e:
     return _fail("merge", e)
   _print_summary(args.out)

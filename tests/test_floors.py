@@ -30,6 +30,7 @@ FLOORS = [
     ("configs", ["rbx.runs.config", "rbx.runs.config_keys", "rbx.runs.demo"]),
     ("experiment", ["rbx.runs.experiment"]),
     ("report", ["rbx.runs.report"]),
+    ("submit", ["rbx.runs.submit"]),
     ("top", ["rbx", "rbx.cli"]),
 ]
 APART = ["rbx.rlhf", "rbx.neural", "rbx.data"]      # one floor, and none imports another

@@ -296,7 +296,8 @@ def _write_metadata(path: Path, metadata: dict) -> None:
     store.write_json(path, metadata)
 
 
-def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = print) -> Path:
+def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = print,
+          allow_mixed: bool = False) -> Path:
   """Joins complete runs of one config over disjoint seeds — the slices of a job array
   (`rbx run CONFIG --seeds START:STOP`, docs/runs.md) — into the new run directory `out`:
   the results of one run over all their seeds, ordered by seed (bit for bit when every slice
@@ -305,10 +306,16 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
   list); metadata.json with the slices' times and statistics added up, and under "merged"
   when and from which directories (each with its seeds, devices and seed_batch).
 
+  Slices whose reproducibility settings (metadata.json's "bits": device kind, seed_batch and
+  its rule, rbx, jax and jaxlib versions, XLA flags, ...; none recorded, an older run, is a
+  setting of its own) differ are refused, as their seeds' bits may differ from one run's;
+  `allow_mixed` merges them anyway, with a note and the settings under "merged"/"mixed".
+
   Raises:
     ValueError: no directory, a directory that is not a complete run (running,
       interrupted, failed: its checkpoints are not results), configs that differ in anything
-      but `seeds` and `out`, or slices that share seeds.
+      but `seeds` and `out`, slices that share seeds, or (not `allow_mixed`) slices whose
+      reproducibility settings differ.
     FileExistsError: `out` exists and is not empty.
   """
   sources = [Path(d) for d in directories]
@@ -338,6 +345,11 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
       raise ValueError(f"cannot merge {d} with {owner[shared[0]]}: both ran seed(s) "
                        f"{_seed_text(shared)}; slices must not overlap")
     owner.update({int(s): d for s in res.coords["seed"]})
+  mixed = mixed_bits(sources, [res.metadata for res in slices])
+  if mixed and not allow_mixed:
+    raise ValueError(f"cannot merge: the slices ran with different reproducibility settings, "
+                     f"so their seeds' bits may differ from one run's: {_mixed_text(mixed)}; "
+                     "merge them anyway with --allow-mixed (Python: allow_mixed=True)")
 
   seeds = np.concatenate([res.coords["seed"] for res in slices])
   order = np.argsort(seeds, kind="stable")
@@ -372,12 +384,40 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
            "seed_batch": m.get("sizes", {}).get("seed_batch"), "backend": m.get("backend")}
           for d, res, m in zip(sources, slices, metas)]},
   }
+  if mixed:
+    metadata["merged"]["mixed"] = mixed
+    echo(f"note: merged with --allow-mixed: {_mixed_text(mixed)} (recorded in metadata.json "
+         "under merged.mixed)")
   out.mkdir(parents=True, exist_ok=True)
   (out / store.CONFIG).write_text(tomli_w.dumps(config))
   store.save(merged, out)
   store.write_json(out / store.METADATA, metadata)
   echo(f"{out}: {len(sources)} run(s), seeds {_seed_text(seeds[order])}")
   return out
+
+
+NO_BITS = "none recorded (an older run)"
+
+
+def mixed_bits(directories, metadatas) -> dict[str, dict[str, object]]:
+  """{key: {directory: value}} of every reproducibility setting (metadata["bits"]) whose
+  value differs between the runs; a run without "bits" has `NO_BITS` for each key, and
+  "bits" itself when no run records any key."""
+  bits = [m.get("bits") for m in metadatas]
+  keys = sorted({k for b in bits if isinstance(b, dict) for k in b}) or ["bits"]
+  mixed = {}
+  for key in keys:
+    values = {str(d): (b.get(key, "not recorded") if isinstance(b, dict) else NO_BITS)
+              for d, b in zip(directories, bits)}
+    if len({json.dumps(v, sort_keys=True, default=str) for v in values.values()}) > 1:
+      mixed[key] = values
+  return mixed
+
+
+def _mixed_text(mixed: dict) -> str:
+  return "; ".join(
+      f"{key} differs ({', '.join(f'{d}: {v!r}' for d, v in values.items())})"
+      for key, values in mixed.items())
 
 
 def _seeds_value(seeds: np.ndarray):
