@@ -212,3 +212,30 @@ def test_local_slices_no_wait_resume_and_a_failed_slice_merge_to_one_run(cfg, tm
   assert "submitting again slice_1" in capsys.readouterr().out
   np.testing.assert_array_equal(again.regret, merged.regret)
   _xfail_unless_bits(merged.regret, reference.regret)
+
+
+@pytest.mark.slow
+def test_a_preempted_task_is_requeued_and_resumes_from_its_checkpoint(tmp_path):
+  import os
+  import signal
+  import time
+
+  from rbx.runs import rundir
+  cfg = tmp_path / "long.toml"
+  cfg.write_text(CONFIG.replace("seeds = 4", "seeds = 2").replace("steps = 20", "steps = 2000")
+                 .replace("chunk = 10", "chunk = 20"))
+  handle = rbx.submit(cfg, slices=1, executor="local", out=tmp_path / "out")
+  directory, begin = handle.slices[0], time.monotonic()
+  while not (directory / "checkpoint.npz").exists():
+    assert time.monotonic() - begin < 300, handle.status()
+    time.sleep(0.1)
+  holder = rundir.holder(directory / rundir.LOCK)
+  if holder is None:
+    pytest.skip("the slice ended before it could be preempted")
+  os.kill(holder["pid"], signal.SIGUSR2)       # Slurm's warning before preemption or timeout
+  res = handle.wait(poll=0.5)
+  segments = store.read_json(directory / store.METADATA)["segments"]
+  assert len(segments) == 2 and segments[0]["error"]["type"] == "SystemExit"   # requeued,
+  assert res.regret.shape[1] == 2                                              # resumed
+  log = (tmp_path / "out" / "submitit" / f"{handle.job_ids[0]}_0_log.err").read_text()
+  assert "this job is preempted" in log
