@@ -45,7 +45,9 @@ def use_every_core() -> int | None:
       or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")):
     return None
   if wanted.strip().lower() == "all":
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    n = max(2, cores or 1)          # ≥ 2: every default CPU run is split over devices alike
+                                    # (one device compiles otherwise; docs/reproducibility.md)
   elif wanted.strip().isdigit() and int(wanted) >= 1:
     n = int(wanted)
   else:

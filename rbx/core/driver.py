@@ -145,10 +145,9 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
     init function, and (key, what, lower) of its programs, `lower() -> (jitted, args)`."""
     c, lo, hi = units[unit]
     label = ", ".join(f"{k}={v}" for k, v in combos[c].items()) or "sweep"
-    seeds = _pad(sweep.seeds[lo:hi], n_dev)
-    batch = min(seed_batch, seeds.size // n_dev)
-    init_fn, chunk_fn = init_and_chunk(sweep.build, combos[c], batch, mesh)
-    seeds_dev = _put(seeds, mesh, P("seed"))
+    seeds = _pad(sweep.seeds[lo:hi], n_dev * seed_batch)
+    init_fn, chunk_fn = init_and_chunk(sweep.build, combos[c], seed_batch, mesh)
+    seeds_dev = _put(key_data(seeds), mesh, P("seed"))
     needed = []
     if with_init:
       needed.append((("init", c, seeds.size), f"init for {label} ({seeds.size} seeds)",
@@ -208,6 +207,52 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
     programs.close()
     bar.close()
   return Outcome(recorder, stats, programs.compiles, True)
+
+
+class Trajectory(NamedTuple):
+  """`trajectory`'s record, one entry per static combination: `kept` every step's
+  `keep(Transition)` (leaves (G, S, T, ...)) and `states` the carry (environment state, agent
+  state; leaves (G, S, ...)) after every chunk, as (t, carry) pairs."""
+  kept: list[Any]
+  states: list[list[tuple[int, Any]]]
+
+
+def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=None,
+               keep: Callable[[protocol.Transition], Any] = lambda transition: transition,
+               states: bool = False) -> Trajectory:
+  """A few seeds' every step, by the programs `run` compiles — the same batch width, devices
+  and chunks; only what the chunk returns differs (`keep`, by default the whole
+  `Transition`), which leaves the arithmetic as it was — so seed s's regret here is bit for
+  bit its regret in any `run` of the sweep on the same kind of device (tested). `keys`
+  (S, *key shape) replaces the seeds' own keys (`key_data(sweep.seeds)`); `states` keeps the
+  carry after every chunk (`options.chunk` steps: the trace's --every). Held in memory: for
+  traces, not sweeps."""
+  T = _checks.positive_int("steps", sweep.steps)
+  chunk = T if options.chunk is None else min(_checks.positive_int("chunk", options.chunk), T)
+  batch = _checks.positive_int("seed_batch", options.seed_batch)
+  n_dev = 1 if mesh is None else mesh.devices.size
+  keys = key_data(sweep.seeds) if keys is None else np.asarray(keys)
+  S = keys.shape[0]
+  keys = _put(np.concatenate([keys, np.repeat(keys[-1:], -S % (n_dev * batch), 0)]), mesh,
+              P("seed"))
+  points = sweep.grid.points() or {NO_FIELD: np.zeros(1, np.float32)}
+  kept, snapshots = [], []
+  for combo in sweep.grid.combos():
+    init_fn, chunk_fn = init_and_chunk(sweep.build, combo, batch, mesh, keep)
+    carry = jax.jit(init_fn)(points, keys)
+    pieces, saved, t, jitted = [], [], 0, {}
+    while t < T:
+      length = min(chunk, T - t)
+      if length not in jitted:
+        jitted[length] = jax.jit(lambda h, s, x, t0, n=length: chunk_fn(h, s, x, t0, n))
+      carry, out = jitted[length](points, keys, carry, jnp.int32(t + 1))
+      pieces.append(jax.tree.map(lambda x: np.asarray(x)[:, :S], out))
+      t += length
+      if states:
+        saved.append((t, jax.tree.map(lambda x: np.asarray(x)[:, :S], carry)))
+    kept.append(jax.tree.map(lambda *x: np.concatenate(x, axis=2), *pieces))
+    snapshots.append(saved)
+  return Trajectory(kept, snapshots)
 
 
 _COMPILING: list[str] = []       # what the drivers of this process are compiling now
@@ -322,20 +367,25 @@ def _sharded(out, mesh):
 NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid field is numeric
 
 
-def init_and_chunk(build, fixed, batch, mesh):
-  """(init(points, seeds) -> carry, chunk(points, seeds, carry, t0, length) -> (carry, regret))
-  over (G, S); per device when `mesh` is given."""
+def _regret(transition: protocol.Transition):
+  return transition.regret
+
+
+def init_and_chunk(build, fixed, batch, mesh, keep: Callable = _regret):
+  """(init(points, keys) -> carry, chunk(points, keys, carry, t0, length) -> (carry, kept))
+  over (G, S): `keys` the seeds' key data (`key_data`), `kept` is `keep(Transition)` of every
+  step, leaves (G, S, length, ...); per device when `mesh` is given. The seeds run through
+  `lax.map` in vmapped batches of exactly `batch` (S per device a multiple of it)."""
   def point(hp):
     return build({**fixed, **{k: v for k, v in hp.items() if k != NO_FIELD}})
 
   def init(points, seeds):
-    return jax.vmap(lambda hp: protocol.batched_map(lambda s: point(hp).init(jax.random.key(s)),
-                                                    seeds, batch))(points)
+    return jax.vmap(lambda hp: protocol.batched_map(
+        lambda s: point(hp).init(jax.random.wrap_key_data(s)), seeds, batch))(points)
 
   def chunk(points, seeds, carry, t0, length):
     def one(hp, s, c):
-      return protocol.scan(point(hp), jax.random.key(s), c, t0, length,
-                           keep=lambda transition: transition.regret)
+      return protocol.scan(point(hp), jax.random.wrap_key_data(s), c, t0, length, keep=keep)
     return jax.vmap(lambda hp, cs: protocol.batched_map(lambda a: one(hp, *a), (seeds, cs),
                                                         batch))(points, carry)
 
@@ -353,9 +403,22 @@ def init_and_chunk(build, fixed, batch, mesh):
 
 
 def _pad(seeds: np.ndarray, n: int) -> np.ndarray:
-  """`seeds` repeated at the end to a multiple of n (the padding's results are dropped)."""
+  """`seeds` with its last seed repeated to a multiple of n (the padding's results are
+  dropped): every batch of every device then holds exactly `seed_batch` seeds, whatever the
+  number of seeds, so a seed's program is the same in any run (docs/reproducibility.md)."""
   extra = -seeds.size % n
-  return np.concatenate([seeds, np.repeat(seeds[-1:], extra)]).astype(np.int32)
+  return np.concatenate([seeds, np.repeat(seeds[-1:], extra)])
+
+
+def key_data(seeds) -> np.ndarray:
+  """The key data of `jax.random.key(s)` for every seed s, (S, *key shape) uint32: what the
+  programs take, so that a sweep's seeds and `simulate`'s key run the same program."""
+  if jax.dtypes.issubdtype(getattr(seeds, "dtype", None), jax.dtypes.prng_key):
+    return np.asarray(jax.random.key_data(seeds))        # typed keys (`simulate`'s)
+  seeds = np.asarray(seeds)
+  if seeds.dtype == np.uint32 and seeds.ndim == 2:
+    return seeds                                          # raw keys (jax.random.PRNGKey)
+  return np.asarray(jax.random.key_data(jax.vmap(jax.random.key)(seeds.astype(np.int32))))
 
 
 def _put(x, mesh, spec):
@@ -378,5 +441,5 @@ def state_bytes(sweep: Sweep) -> int:
   combo = sweep.grid.combos()[0]
   points = {k: v[:1] for k, v in sweep.grid.points().items()} or {NO_FIELD: np.zeros(1, np.float32)}
   init, _ = init_and_chunk(sweep.build, combo, 1, None)
-  leaves = jax.tree.leaves(jax.eval_shape(init, points, np.zeros(1, np.int32)))
+  leaves = jax.tree.leaves(jax.eval_shape(init, points, key_data(np.zeros(1, np.int32))))
   return int(sum(math.prod(x.shape) * x.dtype.itemsize for x in leaves))

@@ -88,6 +88,14 @@ def device_available(devices) -> tuple[int | None, str]:
   return min(free) if free else (None, "")
 
 
+def device_total(devices) -> int | None:
+  """The least memory (`memory_stats()` bytes_limit) over `devices`, or None when they share
+  host memory (a CPU) or do not say: fixed for a device kind, unlike the free memory."""
+  totals = [s["bytes_limit"] for s in (d.memory_stats() for d in devices)
+            if s and "bytes_limit" in s]
+  return min(totals) if totals else None
+
+
 def check(need: Estimate, devices) -> None:
   """Raises ValueError stating the estimate, the limit and the fix when `need` does not fit
   on the host or on each of `devices` (the JAX devices the sweep runs on)."""

@@ -24,6 +24,7 @@ the same trajectory whatever seeds or grid points share its batch.
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
@@ -92,21 +93,88 @@ class Run(NamedTuple):
 
 
 def pair(env: Environment, agent: Agent, horizon: int) -> Run:
-  """`agent` on `env` for `horizon` steps as a `Run` (keys as in the module docstring)."""
+  """`agent` on `env` for `horizon` steps as a `Run` (keys as in the module docstring). What
+  the agent's functions return is checked as they are traced (`ProtocolError`), at no cost
+  to the compiled program."""
   def init(key):
     k_env, k_agent = jax.random.split(jax.random.fold_in(key, 0))
-    return env.reset(k_env), agent.init(k_agent, env.spec, horizon)
+    return env.reset(k_env), _call(agent, "init", k_agent, env.spec, horizon)
 
   def step(carry, key, t):
     env_state, state = carry
     k_env, k_agent = jax.random.split(jax.random.fold_in(key, t))
     env_state, obs = env.observe(k_env, env_state)
-    state, action = agent.act(k_agent, state, obs, env.spec)
+    acted = _call(agent, "act", k_agent, state, obs, env.spec)
+    if not (isinstance(acted, tuple) and len(acted) == 2):
+      raise ProtocolError(_broken(agent, "act", f"returned {_what(acted)}"))
+    _same_state(agent, "act", state, acted[0])
+    state, action = acted
     feedback, regret = env.feedback(k_env, env_state, obs, action)
-    state = agent.update(k_agent, state, obs, action, feedback, env.spec)
-    return (env_state, state), Transition(obs, action, feedback, regret)
+    updated = _call(agent, "update", k_agent, state, obs, action, feedback, env.spec)
+    _same_state(agent, "update", state, updated)
+    return (env_state, updated), Transition(obs, action, feedback, regret)
 
   return Run(init, step)
+
+
+PROTOCOL = {"init": "init(key, spec, horizon) -> state",
+            "act": "act(key, state, obs, spec) -> (state, action)",
+            "update": "update(key, state, obs, action, feedback, spec) -> state"}
+
+
+class ProtocolError(ValueError):
+  """An agent's function does not keep the agent protocol (`PROTOCOL`)."""
+
+
+def check(env: Environment, agent: Agent, horizon: int = 1) -> None:
+  """Traces one step of `agent` on `env` abstractly (`jax.eval_shape`: nothing compiles or
+  runs); a `ProtocolError` naming the protocol, with a short traceback, if `init`, `act` or
+  `update` does not keep it."""
+  run = pair(env, agent, horizon)
+  key = jax.random.key(0)
+  try:
+    jax.eval_shape(lambda k: run.step(run.init(k), k, jnp.int32(1)), key)
+  except ProtocolError as e:
+    raise ProtocolError(str(e)) from None
+
+
+def _call(agent: Agent, name: str, *args):
+  """`agent.<name>(*args)`; a `ProtocolError` when it cannot take these arguments."""
+  f = getattr(agent, name)
+  try:
+    inspect.signature(f).bind(*args)
+  except TypeError as e:
+    raise ProtocolError(_broken(agent, name, f"does not take the protocol's {len(args)} "
+                                             f"arguments ({e})")) from None
+  except ValueError:                 # no signature to read (a builtin): call it as it is
+    pass
+  return f(*args)
+
+
+def _same_state(agent: Agent, name: str, state, new) -> None:
+  """`new` must be a state like `state`: the same pytree structure and leaf shapes."""
+  if jax.tree.structure(new) != jax.tree.structure(state):
+    raise ProtocolError(_broken(agent, name, f"returned {_what(new)} as the state, which is "
+                                             f"{_what(state)}"))
+  shapes = [(jnp.shape(a), jnp.shape(b)) for a, b in zip(jax.tree.leaves(state),
+                                                        jax.tree.leaves(new))]
+  if any(a != b for a, b in shapes):
+    raise ProtocolError(_broken(agent, name, "returned a state whose arrays have other shapes "
+                                             f"({[b for a, b in shapes]} for {[a for a, b in shapes]})"))
+
+
+def _broken(agent: Agent, name: str, what: str) -> str:
+  return (f"agent {agent.name!r}: {name} {what}; the agent protocol is {PROTOCOL[name]} "
+          "(rbx.core.Agent)")
+
+
+def _what(x) -> str:
+  """A returned value for a message: "a tuple of 3", "an array of shape (4,)", "a Query"."""
+  if type(x) is tuple:
+    return f"a tuple of {len(x)}"
+  if hasattr(x, "shape") and hasattr(x, "dtype"):
+    return f"an array of shape {tuple(x.shape)}"
+  return f"a {type(x).__name__} of {len(jax.tree.leaves(x))} array(s)"
 
 
 def scan(run: Run, key: chex.PRNGKey, carry, t0, length: int,

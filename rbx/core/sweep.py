@@ -18,13 +18,14 @@ seeds and the records are gathered, so every process returns the whole `Results`
 """
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from rbx import _checks
 from rbx.core import devices as devices_lib
@@ -87,10 +88,10 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   build, expanded, static = grid_lib.expand(build, grid, static)
   runs, grid = grid_lib.run_table(grid), expanded
   plan, family, envs = _plan(build, grid, steps, static)
-  mesh = devices_lib.seed_mesh(devices, math.ceil(num_seeds / jax.process_count()))
+  mesh = devices_lib.seed_mesh(devices)
   state = _state_bytes(plan)
   if seed_batch is None:
-    choice = _seed_batch(plan, family, envs, num_seeds, mesh, state)
+    choice = _seed_batch(plan, family, envs, mesh, state)
   else:
     choice = batching.given(seed_batch)
   if chunk is None and progress_lib.shown(progress):
@@ -128,7 +129,13 @@ def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | N
   every grid point built concretely first (ValueError for a bad one), the environment's
   family and every grid point's environment."""
   fields = Grid(grid)                       # checks the values before `build` sees them
-  envs = [_built(build, point)[0] for point in fields.each()]
+  built = [_built(build, point, check=False) for point in fields.each()]
+  first = {}
+  for env, agent in built:
+    first.setdefault(agent.name, (env, agent))
+  for env, agent in first.values():
+    protocol.check(env, agent, steps)       # once an agent: a trace, not a compile
+  envs = [env for env, _ in built]
   family = family_of(envs[0])
   if static is None:
     static = sorted(family.static_names()) if family is not None else ()
@@ -142,21 +149,20 @@ def default_seed_batch(build, grid, seeds: int, steps: int, *, static: Sequence[
   build, grid, static = grid_lib.expand(build, grid, static)
   seeds = _checks.positive_int("seeds", seeds)
   plan = _driver_sweep(build, grid, None, steps, static)
-  return _seed_batch(plan, family_of(envs[0]), envs, seeds,
-                     devices_lib.seed_mesh(devices, math.ceil(seeds / jax.process_count())),
+  return _seed_batch(plan, family_of(envs[0]), envs, devices_lib.seed_mesh(devices),
                      _state_bytes(plan))
 
 
-def _seed_batch(plan: driver.Sweep, family: registry.Family | None, envs, num_seeds: int,
-                mesh, state: int) -> batching.Choice:
-  """`default_seed_batch` of a plan whose state is `state` bytes a seed."""
+def _seed_batch(plan: driver.Sweep, family: registry.Family | None, envs, mesh,
+                state: int) -> batching.Choice:
+  """`default_seed_batch` of a plan whose state is `state` bytes a seed: a function of the
+  config and the device kind, not of the number of seeds (`rbx.core.batching`)."""
   family = family or registry.Family("")
   used = _used(mesh)
-  free, _ = memory.device_available(used)
-  per_device = math.ceil(math.ceil(num_seeds / jax.process_count()) / len(used))
   # a batch steps its seeds at every numeric grid point at once (they are vmapped together)
   per_seed = family.working_set(envs, state) * plan.grid.num_points
-  return batching.choose(used[0].platform, free, per_seed, per_device, family.cpu_choice(envs))
+  return batching.choose(used[0].platform, memory.device_total(used), per_seed,
+                         family.cpu_choice(envs))
 
 
 def _used(mesh) -> list:
@@ -177,8 +183,7 @@ def check_memory(build, grid, seeds: int, steps: int, *, static: Sequence[str],
   build, grid, static = grid_lib.expand(build, grid, static)
   plan = _driver_sweep(build, grid, None, steps, static)
   return _check_memory(plan, options, _checks.positive_int("seeds", seeds),
-                       devices_lib.seed_mesh(devices, math.ceil(seeds / jax.process_count())),
-                       checkpoint, _state_bytes(plan))
+                       devices_lib.seed_mesh(devices), checkpoint, _state_bytes(plan))
 
 
 def _check_memory(plan: driver.Sweep, options: driver.Options, num_seeds: int, mesh,
@@ -227,8 +232,9 @@ def family_of(env) -> registry.Family | None:
   return None
 
 
-def _built(build, point: dict[str, Any]):
-  """`build(**point)` at a concrete point, checked: (env, agent)."""
+def _built(build, point: dict[str, Any], check: bool = True):
+  """`build(**point)` at a concrete point, checked (with `check`, the agent protocol too,
+  `protocol.check`): (env, agent)."""
   try:
     built = build(**point)
   except TypeError as e:
@@ -251,20 +257,46 @@ def _built(build, point: dict[str, Any]):
     raise ValueError(f"agent {agent.name!r} is of family {others[0]!r} and env "
                      f"({type(env).__name__}) of family {family.name!r}, whose agents are "
                      f"{list(family.agents)}")
+  if check:
+    _check_protocol(env, agent)
   return env, agent
 
 
-def simulate(env, agent: protocol.Agent, key, steps: int, horizon: int | None = None):
+_CHECKED: set = set()
+
+
+def _check_protocol(env, agent: protocol.Agent) -> None:
+  """`protocol.check` once per agent and environment type (`simulate` in a loop over seeds)."""
+  try:
+    key = (agent, type(env))
+    if key in _CHECKED:
+      return
+  except TypeError:                         # an agent of unhashable parts: checked every time
+    key = None
+  protocol.check(env, agent)
+  if key is not None:
+    if len(_CHECKED) >= 64:
+      _CHECKED.clear()
+    _CHECKED.add(key)
+
+
+def simulate(env, agent: protocol.Agent, key, steps: int, horizon: int | None = None, *,
+             devices: int | None = None, seed_batch: int | None = None):
   """One seed's run as stacked `Transition`s (obs, action, feedback, regret; leading axis
-  steps), jitted; `horizon` (default `steps`) is what `agent.init` is told. Seed s of a sweep
-  is `simulate(..., jax.random.key(s), T)`."""
+  steps); `horizon` (default `steps`) is what `agent.init` is told. It runs the sweep's own
+  program (`rbx.core.driver.trajectory`: the seed padded to a full batch on every device), so
+  seed s of `sweep(lambda: (env, agent), {}, seeds, steps)` is bit for bit
+  `simulate(env, agent, jax.random.key(s), steps)` on the same kind of device; `devices` and
+  `seed_batch` as in `sweep` (set them as the sweep set them)."""
   steps = _checks.positive_int("steps", steps)
   if horizon is not None:
     _checks.positive_int("horizon", horizon)
-  _built(lambda: (env, agent), {})
-  return _jitted(agent, steps, horizon)(env, key)
-
-
-@functools.lru_cache(maxsize=64)
-def _jitted(agent, steps, horizon):
-  return jax.jit(lambda env, k: protocol.rollout(env, agent, k, steps, horizon))
+  env, agent = _built(lambda: (env, agent), {})
+  horizon = steps if horizon is None else horizon
+  plan = driver.Sweep(lambda hp: protocol.pair(env, agent, horizon), Grid({}), np.zeros(1), steps)
+  mesh = devices_lib.seed_mesh(devices)
+  choice = (_seed_batch(plan, family_of(env), [env], mesh, _state_bytes(plan))
+            if seed_batch is None else batching.given(seed_batch))
+  out = driver.trajectory(plan, driver.Options(seed_batch=choice.seed_batch), mesh=mesh,
+                          keys=driver.key_data(jnp.asarray(key)[None]))
+  return jax.tree.map(lambda x: x[0, 0], out.kept[0])

@@ -1,5 +1,7 @@
-"""The default seed batch as a function of the device: a CPU keeps the family's cache rule,
-an accelerator takes as many seeds as fit in half its free memory."""
+"""The default seed batch as a function of the config and the device kind: a CPU keeps the
+family's cache rule, an accelerator the largest power of two (≤ CAP) that fits in half its total
+memory — never the number of seeds or the free memory, so a seed's program is the same in any
+run."""
 import jax
 import pytest
 
@@ -19,7 +21,7 @@ def working_set(env) -> int:
 
 def test_a_cpu_keeps_the_familys_cache_rule_whatever_the_memory():
   for free in (None, 140 * GIB):
-    assert batching.choose("cpu", free, 10 ** 6, 4096, RLHF_CPU) == RLHF_CPU
+    assert batching.choose("cpu", free, 10 ** 6, RLHF_CPU) == RLHF_CPU
   env = lambda A, X=1: rlhf.random_instance(jax.random.key(0), X, A, 0.5, 2.0, 1.0)
   assert [rlhf.FAMILY.cpu_choice([env(A)]).seed_batch for A in (10, 50, 200)] == [64, 16, 1]
   assert rlhf.FAMILY.cpu_choice([env(10), env(50)]).seed_batch == 16
@@ -28,25 +30,26 @@ def test_a_cpu_keeps_the_familys_cache_rule_whatever_the_memory():
       1, "cpu cache rule: 1 seed (a seed's round keeps a core busy)")
 
 
-def test_an_accelerator_takes_what_fits_in_half_its_free_memory():
+def test_an_accelerator_takes_the_largest_power_of_two_that_fits_in_half_its_memory():
   one_prompt = working_set(rlhf.random_instance(jax.random.key(0), 1, 10, 0.5, 2.0, 1.0))
-  big = batching.choose("gpu", int(139.5 * GIB), one_prompt, 4096, RLHF_CPU)
-  assert big.seed_batch == 4096
-  assert big.reason.startswith("gpu: 4,096 seeds per device fit in 50% of 139.5 GiB free at ")
-  small = batching.choose("gpu", 64 * 2 ** 20, one_prompt, 4096, RLHF_CPU)
-  assert 1 < small.seed_batch < 4096
-  assert small.seed_batch * one_prompt <= 32 * 2 ** 20 < (small.seed_batch + 1) * one_prompt
-  assert small.reason.startswith(f"gpu: {small.seed_batch:,} of 4,096 seeds per device fit")
+  big = batching.choose("gpu", int(139.5 * GIB), one_prompt, RLHF_CPU)
+  assert big.seed_batch == batching.CAP
+  assert big.reason.startswith("gpu: the largest power of two <= 4096 whose seeds fit in 50% "
+                               "of 139.5 GiB at ")
+  small = batching.choose("gpu", 64 * 2 ** 20, one_prompt, RLHF_CPU)
+  b = small.seed_batch
+  assert 1 < b < batching.CAP and b & (b - 1) == 0          # a power of two
+  assert b * one_prompt <= 32 * 2 ** 20 < 2 * b * one_prompt
   # larger problems: fewer seeds a batch in the same memory, never fewer than 1
   sizes = [working_set(rlhf.random_instance(jax.random.key(0), 1, A, 0.5, 2.0, 1.0))
            for A in (10, 50, 200, 1000)]
-  batches = [batching.choose("gpu", 1 * GIB, w, 4096, RLHF_CPU).seed_batch for w in sizes]
+  batches = [batching.choose("gpu", 1 * GIB, w, RLHF_CPU).seed_batch for w in sizes]
   assert batches == sorted(batches, reverse=True) and batches[0] > batches[-1] >= 1
-  assert batching.choose("tpu", 0, 1, 64, RLHF_CPU).seed_batch == 1
+  assert batching.choose("tpu", 0, 1, RLHF_CPU).seed_batch == 1
 
 
 def test_an_accelerator_without_memory_stats_gets_the_fallback():
-  assert batching.choose("gpu", None, 1, 4096, RLHF_CPU) == batching.Choice(
+  assert batching.choose("gpu", None, 1, RLHF_CPU) == batching.Choice(
       batching.FALLBACK, f"gpu: no memory_stats, the fallback {batching.FALLBACK}")
 
 
@@ -70,7 +73,7 @@ def test_a_sweeps_timing_records_its_seed_batch_and_why():
 def test_the_working_set_counts_every_numeric_grid_point_of_a_batch(monkeypatch):
   """A batch steps its seeds at all G vmapped grid points at once: G times the bytes a seed."""
   seen = []
-  monkeypatch.setattr(batching, "choose", lambda kind, free, per_seed, *rest:
+  monkeypatch.setattr(batching, "choose", lambda kind, total, per_seed, *rest:
                       seen.append(per_seed) or RLHF_CPU)
   build = lambda alpha: (rlhf.example1(), rlhf.get("xpo", alpha=alpha))
   envs = [rlhf.example1()]
