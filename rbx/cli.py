@@ -7,6 +7,8 @@ function `main` calls with the parsed arguments.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import re
 import sys
 
 EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
@@ -34,11 +36,12 @@ def main(argv=None) -> int:
   """Runs the `rbx` command with `argv` (default `sys.argv[1:]`); returns the exit status.
   With no command it prints the help."""
   parser = build_parser()
-  args = parser.parse_args(argv)
+  args = parser.parse_args(_attach_ranges(sys.argv[1:] if argv is None else list(argv)))
   if args.command is None:
     parser.print_help()
     return 0
-  return args.handler(args)
+  with _closed_pipes_to_devnull():
+    return args.handler(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -420,14 +423,79 @@ def _positive_int(text: str) -> int:
 
 def _seeds(text: str) -> int | str:
   """An argparse type: N (an integer >= 1) or START:STOP, the config's "START:STOP" value."""
-  if ":" not in text:
-    return _positive_int(text)
   from rbx import _checks
   try:
+    if ":" not in text:
+      return _positive_int(text)
     seeds = _checks.seed_range(text)
-  except ValueError as e:
-    raise argparse.ArgumentTypeError(str(e)) from None
+  except (ValueError, argparse.ArgumentTypeError):
+    raise argparse.ArgumentTypeError(
+        "must be N (seeds 0..N-1, an integer >= 1) or START:STOP (seeds START..STOP-1, "
+        f"half-open like a Python slice, integers 0 <= START < STOP), got {text!r}") from None
   return f"{seeds.start}:{seeds.stop}"
+
+
+def _attach_ranges(argv: list[str]) -> list[str]:
+  """`argv` with an option's value that looks like a negative range ("--seeds -5:10") attached
+  as "--seeds=-5:10": argparse would take it for an option, and `_seeds` could not say what
+  START:STOP means."""
+  out = []
+  for arg in argv:
+    if out and out[-1].startswith("--") and "=" not in out[-1] and re.fullmatch(r"-\d*:.*", arg):
+      out[-1] = f"{out[-1]}={arg}"
+    else:
+      out.append(arg)
+  return out
+
+
+class _PipeSafe:
+  """A text stream whose reader may go away (`rbx run ... | head`, a closed pipe): from then
+  on its writes go to os.devnull, as the Python docs advise for SIGPIPE, and the command
+  carries on, so a run is not ended (and marked failed) by its output."""
+
+  def __init__(self, stream):
+    self.stream, self.gone = stream, False
+
+  def write(self, text):
+    if not self.gone:
+      try:
+        return self.stream.write(text)
+      except BrokenPipeError:
+        self._to_devnull()
+    return len(text)
+
+  def flush(self):
+    if not self.gone:
+      try:
+        self.stream.flush()
+      except BrokenPipeError:
+        self._to_devnull()
+
+  def _to_devnull(self):
+    import os
+    self.gone = True
+    try:                                  # the buffered rest, and the exit's flush, go there too
+      devnull = os.open(os.devnull, os.O_WRONLY)
+      os.dup2(devnull, self.stream.fileno())
+      os.close(devnull)
+    except (OSError, ValueError):         # no file descriptor (a captured stream): drop writes
+      pass
+
+  def __getattr__(self, name):
+    return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def _closed_pipes_to_devnull():
+  """sys.stdout and sys.stderr as `_PipeSafe` streams for the block (restored after it)."""
+  saved = sys.stdout, sys.stderr
+  sys.stdout, sys.stderr = _PipeSafe(sys.stdout), _PipeSafe(sys.stderr)
+  try:
+    yield
+  finally:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stdout, sys.stderr = saved
 
 
 def _fail(command: str, error: Exception) -> int:

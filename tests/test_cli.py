@@ -37,6 +37,18 @@ def test_demo_refuses_sizes_below_one_instead_of_running_the_defaults(args, caps
   assert f"argument {args[0]}: must be an integer >= 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("seeds", ["-5:10", "-5", "5:3", ":", "0:x"])
+def test_run_says_what_seeds_start_stop_means(seeds, tmp_path, capsys):
+  cfg = tmp_path / "sweep.toml"
+  cfg.write_text(example1_sweep(seeds=2, steps=4, chunk=2))
+  with pytest.raises(SystemExit) as stop:         # before anything is loaded or run
+    cli.main(["run", str(cfg), "--seeds", seeds, "--out", str(tmp_path / "run")])
+  err = capsys.readouterr().err
+  assert stop.value.code == 2 and not (tmp_path / "run").exists()
+  assert "argument --seeds: must be N (seeds 0..N-1, an integer >= 1) or START:STOP" in err
+  assert "half-open" in err and "0 <= START < STOP" in err and f"got {seeds!r}" in err
+
+
 def test_names_get_a_hint_whatever_their_case(tmp_path):
   with pytest.raises(ValueError, match=r"agent='VPO' is not one of .*did you mean 'vpo'"):
     rlhf.get("VPO")
@@ -154,6 +166,7 @@ def test_report_and_plot_of_an_interrupted_run_say_partial(tmp_path, monkeypatch
   assert cli.main(["report", str(out)]) == 0
   text = (out / "report.md").read_text()
   assert text.startswith("# Tiny (partial: step 2 of 6)") and "status **interrupted**" in text
+  assert f"Continue it with `rbx run --resume {out}`." in text and "DIR" not in text
   assert "| 0.5 | 3 |" in text
   assert cli.main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 0
   assert (tmp_path / "figs" / "cumulative.png").is_file()

@@ -228,6 +228,9 @@ class Family:
         or a parameter that only configs take (e.g. an RLHF `schedule`; in Python pass
         `alpha=rbx.schedules.<name>(...)`).
     """
+    if name not in self.agents and (other := elsewhere("agents", name, self.name)):
+      raise ValueError(f"agent={name!r} is an agent of family {other!r}, not {self.name!r} "
+                       f"(rbx.{other}.get({name!r}))")
     entry = self.agents[_checks.choice("agent", name, self.agents)]
     known = self.param_names()
     for key, value in params.items():
@@ -297,6 +300,13 @@ def family(name: str, **kwargs) -> Family:
   """Creates and registers the family `name` (once, at the family's import)."""
   FAMILIES[name] = Family(name, **kwargs)
   return FAMILIES[name]
+
+
+def elsewhere(kind: str, name: str, family: str) -> str | None:
+  """The first registered family other than `family` whose `kind` ("envs" or "agents") has
+  `name`, or None: for "is an agent of family 'neural'" rather than "is not one of"."""
+  return next((f.name for f in FAMILIES.values()
+               if f.name != family and name in getattr(f, kind)), None)
 
 
 def get(name: str) -> Family:

@@ -245,13 +245,18 @@ class Config(NamedTuple):
 
   def digest(self) -> str:
     """A hash of everything that determines the results (not `out`, `title` or `devices`)."""
-    keep = {k: v for k, v in tomllib.loads(self.text).items()
-            if k not in ("out", "title", "devices")}
-    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(results_keys(self.text), sort_keys=True,
+                                     default=str).encode()).hexdigest()
 
   def _agents(self) -> list[str]:
     names = [p.get("agent", self.fixed.get("agent")) for p in self.points()]
     return list(dict.fromkeys(names))
+
+
+def results_keys(text: str) -> dict[str, Any]:
+  """The keys of the config `text` (TOML) that determine the results: all but `out`, `title`
+  and `devices` (`Config.digest` hashes them)."""
+  return {k: v for k, v in tomllib.loads(text).items() if k not in ("out", "title", "devices")}
 
 
 def load(path: str | os.PathLike, out: str | None = None,
@@ -409,6 +414,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
                                                            for i, g in enumerate(grid)}
   if "name" not in env_table:
     raise ConfigError(f"config [env] needs name = one of {list(family.envs)}")
+  _other_family(fam_name, "envs", "env.name", env_table["name"])
   env_name = _wrap(lambda: _checks.choice("env.name", env_table.pop("name"), family.envs))
   if "name" in agent_table:
     agent_table["agent"] = agent_table.pop("name")
@@ -426,6 +432,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
       if not isinstance(a, str):
         raise ConfigError(f"config {where} must be a string, got {a!r}")
       if a not in family.agents:
+        _other_family(fam_name, "agents", where, a)
         _wrap(lambda: _checks.choice(where, a, family.agents), _unregistered(run, a))
       agents += [a] * (a not in agents)
   params = _parameters(family, env_name, agents)
@@ -589,6 +596,20 @@ def _read_dataset(fixed: dict[str, Any], env: str) -> dict[str, Any]:
   except (OSError, ValueError) as e:
     raise ConfigError(f"config [env] {env}: {e}") from e
   return {**fixed, **{f: getattr(ds, f) for f in DATA_FIELDS}}
+
+
+def _other_family(family: str, kind: str, where: str, name) -> None:
+  """A ConfigError when `name` is not of `family`'s `kind` ("envs" or "agents") but of
+  another family's: it says which, and what to change."""
+  names = getattr(registry.FAMILIES[family], kind)
+  other = (registry.elsewhere(kind, name, family) if isinstance(name, str) and name not in names
+           else None)
+  if other is not None:
+    what, plural, rest = (("an environment", "environments", "its agents") if kind == "envs"
+                          else ("an agent", "agents", "one of its environments"))
+    raise ConfigError(f"config {where}: {name!r} is {what} of family {other!r}, not of the "
+                      f"config's family {family!r}, whose {plural} are {list(names)}; to run "
+                      f"{name!r}, set family = {other!r} (with {rest})")
 
 
 def _unregistered(run: dict, agent: str):

@@ -66,12 +66,12 @@ def run(config: config_lib.Config, *, progress: bool | str = True, echo: Callabl
   """
   directory = Path(config.out)
   if not overwrite:
-    _refuse_a_run(directory)                # before the lock touches the directory
+    _refuse_a_run(directory, config)        # before the lock touches the directory
   directory.mkdir(parents=True, exist_ok=True)
   with _locked(directory, echo):
     if overwrite:
       _delete_run(directory)
-    _refuse_a_run(directory)                # another process may have run it meanwhile
+    _refuse_a_run(directory, config)        # another process may have run it meanwhile
     if jax.process_index() == 0:
       (directory / store.CONFIG).write_text(config.text)
     return _execute(config, directory, None, progress, echo)
@@ -90,15 +90,30 @@ def _delete_run(directory: Path) -> None:
     shutil.rmtree(directory / "plots", ignore_errors=True)
 
 
-def _refuse_a_run(directory: Path) -> None:
+def _refuse_a_run(directory: Path, config: config_lib.Config) -> None:
+  """A FileExistsError when `directory` holds a run (process 0 only): of another config (one
+  that differs in what determines the results), to be run elsewhere or overwritten; else
+  the same config's, to be resumed or overwritten."""
   meta = directory / store.METADATA
-  if jax.process_index() == 0 and meta.exists():
-    if store.read_json(meta).get("status") == COMPLETE:
-      raise FileExistsError(f"{directory} already holds a complete run: run it again with "
-                            "--overwrite, or into another directory with --out")
-    raise FileExistsError(f"{directory} already holds a run: continue it with `rbx run --resume "
-                          f"{directory}`, start it again with --overwrite, or choose another "
-                          "directory with --out")
+  if jax.process_index() != 0 or not meta.exists():
+    return
+  try:
+    theirs = config_lib.results_keys((directory / store.CONFIG).read_text())
+  except (OSError, tomllib.TOMLDecodeError):
+    theirs = None
+  ours = config_lib.results_keys(config.text)
+  if theirs != ours:
+    keys = ("" if theirs is None else " (it differs in " + ", ".join(
+        sorted(k for k in theirs.keys() | ours.keys() if theirs.get(k) != ours.get(k))) + ")")
+    raise FileExistsError(f"{directory} already holds the run of another config{keys}: run "
+                          "this one into another directory with --out, or delete that run "
+                          "with --overwrite")
+  if store.read_json(meta).get("status") == COMPLETE:
+    raise FileExistsError(f"{directory} already holds a complete run: run it again with "
+                          "--overwrite, or into another directory with --out")
+  raise FileExistsError(f"{directory} already holds a run of this config: continue it with "
+                        f"`rbx run --resume {directory}`, start it again with --overwrite, or "
+                        "choose another directory with --out")
 
 
 def resume(directory: str | os.PathLike, *, progress: bool | str = True,

@@ -38,7 +38,7 @@ def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
   figures = plots.plot_all(res, target / "plots", reference, log, band)
   path = target / REPORT
   path.write_text(markdown(res, {k: v[0].relative_to(target) for k, v in figures.items()},
-                           reference))
+                           reference, directory))
   return path
 
 
@@ -123,9 +123,11 @@ def reference_exponent(res: results_lib.Results):
   return lambda point: family.reference_exponent(res, point)
 
 
-def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None) -> str:
+def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None,
+             directory: str | os.PathLike | None = None) -> str:
   """The report's text; `figures` maps plot names to PNG paths relative to the report;
-  `reference(point)` is the family's predicted regret exponent (or None)."""
+  `reference(point)` is the family's predicted regret exponent (or None); `directory` is the
+  run's, for the command that continues a partial run."""
   reference = reference or (lambda point: None)
   meta, config = res.metadata or {}, res.config or {}
   sizes = meta.get("sizes", {})
@@ -137,7 +139,8 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None)
     lines += [f"**Partial results** ({partial_text}): the run "
               + ("is still running" if going else "stopped before the end") + "; below are "
               "its newest checkpoint's records up to that step (grid points not started: "
-              "\"not run yet\")." + ("" if going else " Continue it with `rbx run --resume DIR`."),
+              "\"not run yet\")." + ("" if going else " Continue it with `rbx run --resume "
+                                         f"{directory or 'DIR'}`."),
               ""]
   env = dict(config.get("env", {}))
   lines += [

@@ -97,9 +97,8 @@ def describe(directory: str | os.PathLike) -> str:
     if held:
       return (f"{directory} is still being run by {_who(held[0])} and has written no "
               "checkpoint yet: nothing to report until its first chunk ends")
-    return (f"{directory} stopped without recording why (its status is still 'running' but no "
-            f"process holds its lock: it was killed, e.g. by SIGKILL or the out-of-memory "
-            f"killer){resume}")
+    return (f"{directory} was killed while it ran (by SIGKILL or the out-of-memory killer, "
+            f"say): its status still says 'running', but no process is running it{resume}")
   return f"{directory} has status {status!r}"
 
 

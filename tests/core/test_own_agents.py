@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -210,6 +211,29 @@ def test_ctrl_c_during_a_compile_stops_at_once_and_a_stop_before_any_chunk_runs(
 def test_python_arguments_are_checked_before_anything_compiles(call, message):
   with pytest.raises(ValueError, match=message):
     call(rlhf.example1())
+
+
+@pytest.mark.parametrize("part, broken, message", [
+    ("act", lambda a: lambda key, state, obs, spec: a.act(key, state, obs, spec)[1],
+     r"agent 'mine': act returned a Query of 3 array\(s\); the agent protocol is "
+     r"act\(key, state, obs, spec\) -> \(state, action\)"),
+    ("update", lambda a: lambda key, state, *rest: (a.update(key, state, *rest), 0.0),
+     r"agent 'mine': update returned a tuple of 2 as the state, .*; the agent protocol is "
+     r"update\(key, state, obs, action, feedback, spec\) -> state"),
+    ("init", lambda a: lambda key, spec: a.init(key, spec, 1),
+     r"agent 'mine': init does not take the protocol's 3 arguments \(.*\); the agent protocol is "
+     r"init\(key, spec, horizon\) -> state"),
+])
+def test_an_agent_that_breaks_the_protocol_is_told_it_before_anything_compiles(
+    part, broken, message, monkeypatch):
+  env, agent = rlhf.example1(), rlhf.get("greedy")
+  mine = agent._replace(name="mine", **{part: broken(agent)})
+  monkeypatch.setattr(driver, "run", lambda *args, **kwargs: pytest.fail("the sweep compiled"))
+  for call in (lambda: rbx.sweep(lambda: (env, mine), {}, seeds=2, steps=3),
+               lambda: rlhf.simulate(env, mine, jax.random.key(0), 3)):
+    with pytest.raises(ValueError, match=message) as e:
+      call()
+    assert len(e.traceback) <= 8, e.traceback          # a few lines, not JAX's trace
 
 
 def test_python_and_toml_share_the_parameter_rule_and_the_messages():

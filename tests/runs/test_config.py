@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from helpers import toy_data
-from rbx import cli, data, neural
+from rbx import cli, data, neural, rlhf
 from rbx.runs import config, config_keys
 from rbx.core import registry
 
@@ -218,6 +218,24 @@ def test_an_unregistered_agent_says_how_to_register_ones_own(tmp_path):
                      r"modules in import = \[.*empty.py'\] do not register 'my_mix'"):
     config.loads(make(top=f'import = ["{tmp_path / "empty.py"}"]', agent="alpha = 1.0",
                       grid='agent = ["my_mix"]'))
+
+
+def test_a_name_of_the_other_family_says_which_family_has_it():
+  with pytest.raises(config.ConfigError, match=r"config agent.name: 'neural_ucb' is an agent of "
+                     r"family 'neural', not of the config's family 'rlhf', whose agents are "
+                     r"\['algorithm1', .*\]; to run 'neural_ucb', set family = 'neural'"):
+    config.loads(make(agent='name = "neural_ucb"'))
+  with pytest.raises(config.ConfigError, match=r"config grid.agent\[1\]: 'xpo' is an agent of "
+                     r"family 'rlhf', not of the config's family 'neural'"):
+    config.loads(make(top='family = "neural"', env='name = "synthetic"', agent="",
+                      grid='agent = ["neural_ucb", "xpo"]'))
+  with pytest.raises(config.ConfigError, match=r"config env.name: 'example1' is an environment "
+                     r"of family 'rlhf', not of the config's family 'neural', whose environments "
+                     r"are \['synthetic', 'classification'\]; to run 'example1', set family = 'rlhf'"):
+    config.loads(make(top='family = "neural"', agent='name = "neural_ucb"'))
+  with pytest.raises(ValueError, match=r"agent='neural_ucb' is an agent of family 'neural', not "
+                     r"'rlhf' \(rbx.neural.get\('neural_ucb'\)\)"):
+    rlhf.get("neural_ucb")
 
 
 def test_the_config_keys_page_is_complete_and_up_to_date(capsys):

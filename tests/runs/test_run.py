@@ -1,10 +1,12 @@
 """The chunked driver and `rbx run`: chunks compose to the uncut run, records are consistent,
 a sweep killed with SIGKILL or stopped with Ctrl-C resumes to bit-identical results, and bad
 checkpoints are reported, never used."""
+import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -186,9 +188,67 @@ def test_ctrl_c_stops_after_a_chunk_and_bad_checkpoints_are_reported(reference, 
   np.testing.assert_array_equal(store.load(out).regret, ref.regret)
 
 
+def test_ctrl_c_stops_after_the_chunk_it_arrives_in(tmp_path, monkeypatch):
+  cfg = config.loads(example1_sweep(2, 60, 1), out=str(tmp_path / "run"))
+  saved, sent, save = [], [], checkpoint.save
+
+  def ctrl_c():                              # a real SIGINT, from another thread, mid-run
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+
+  def saving(path, arrays, meta):
+    saved.append((time.perf_counter(), meta["t"]))
+    if len(saved) == 3:
+      threading.Thread(target=ctrl_c).start()
+    save(path, arrays, meta)
+
+  monkeypatch.setattr(checkpoint, "save", saving)
+  notes = []
+  assert experiment.run(cfg, progress=False, echo=notes.append) == experiment.INTERRUPTED
+  after = [t for when, t in saved if when > sent[0]]
+  assert len(after) <= 1, f"chunks saved after the SIGINT: {after}"     # the current one only
+  assert checkpoint.load(tmp_path / "run" / "checkpoint.npz")[1]["t"] == saved[-1][1] < 60
+  assert any("SIGINT: stopping after this chunk" in n for n in notes), notes
+
+
+@pytest.mark.slow                                 # a real `rbx run` in a subprocess
+def test_a_closed_pipe_neither_fails_the_run_nor_ends_the_command_with_an_error(tmp_path):
+  cfg = tmp_path / "sweep.toml"
+  cfg.write_text(example1_sweep(2, 4, 2))
+  out = tmp_path / "run"
+  # `rbx run ... 2>&1 | head -0`: the reader is gone before the first line is written
+  proc = subprocess.Popen([sys.executable, "-m", "rbx.cli", "run", str(cfg), "--out", str(out),
+                           "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+  proc.stdout.close()
+  assert proc.wait(timeout=300) == 0                 # no traceback, no exit-time flush error
+  meta = store.read_json(out / store.METADATA)
+  assert meta["status"] == "complete", meta.get("error")
+  assert store.load(out).regret.shape == (2, 2, 4)
+
+
 def test_run_refuses_a_directory_that_holds_a_run(reference):
   cfg, ref = reference
   with pytest.raises(FileExistsError,
                      match="already holds a complete run: run it again with --overwrite"):
     experiment.run(config.load(cfg, out=str(Path(ref.metadata and cfg.parent / "ref"))),
                    progress=False)
+
+
+def test_a_directory_that_holds_another_configs_run_is_refused_as_such(reference, tmp_path):
+  cfg, _ = reference
+  out = tmp_path / "run"
+  shutil.copytree(cfg.parent / "ref", out)
+  meta = store.read_json(out / store.METADATA)
+  store.write_json(out / store.METADATA, {**meta, "status": "interrupted"})    # unfinished
+  other = config.loads(CONFIG.replace("steps = 240", "steps = 241").replace("seeds = 4",
+                                                                            "seeds = 3"),
+                       out=str(out))
+  with pytest.raises(FileExistsError) as e:
+    experiment.run(other, progress=False)
+  assert str(e.value) == (f"{out} already holds the run of another config (it differs in seeds, "
+                          "steps): run this one into another directory with --out, or delete "
+                          "that run with --overwrite")
+  with pytest.raises(FileExistsError, match=r"holds a run of this config: continue it with "
+                     rf"`rbx run --resume {out}`"):
+    experiment.run(config.load(cfg, out=str(out)), progress=False)
