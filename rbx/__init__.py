@@ -27,6 +27,7 @@ from rbx.core.results import Results  # noqa: E402
 from rbx.core.sweep import simulate, sweep  # noqa: E402
 from rbx.runs.store import load, save  # noqa: E402
 from rbx.runs.submit import submit  # noqa: E402
+from rbx.runs.trace import trace  # noqa: E402
 
 __all__ = ["neural", "rlhf", "schedules", "sweep", "simulate", "Results", "load", "save",
-           "submit", "__version__"]
+           "submit", "trace", "__version__"]

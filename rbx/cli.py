@@ -23,6 +23,7 @@ JAX sweeps over seeds and hyperparameters.
   rbx run CONFIG.toml --seeds 1000:2000 --out DIR
                                  one slice of the seeds (a job array task), into DIR
   rbx merge DIR... --out OUT     join slices of one config into one run directory
+  rbx trace DIR --seed S         one seed of a finished run, step by step
   rbx submit CONFIG.toml --slices N --executor slurm --out DIR
                                  slices of the seeds as a Slurm job array (submitit), merged
   rbx report DIR / rbx plot DIR  a run's summary and plots (--out OUT to write elsewhere)
@@ -51,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--version", action="version", version=f"rbx {__version__}")
   sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-  for register in (register_demo, register_run, register_merge, register_submit, register_plot,
-                   register_report, register_keys, register_data):
+  for register in (register_demo, register_run, register_merge, register_submit, register_trace,
+                   register_plot, register_report, register_keys, register_data):
     register(sub)
   return parser
 
@@ -105,6 +106,40 @@ def register_run(subparsers) -> None:
   dist.add_argument("--num-processes", type=int, help="the number of processes")
   dist.add_argument("--process-id", type=int, help="this process's index, 0..N-1")
   p.set_defaults(handler=_run, parser=p)
+
+
+def register_trace(subparsers) -> None:
+  """Adds `rbx trace DIR --seed S [--every K]`."""
+  p = subparsers.add_parser(
+      "trace", help="rerun one seed of a finished run, step by step (DIR/trace/seed_S.npz)",
+      description="Reruns seed S of the complete run in DIR by the run's own programs and writes "
+      "DIR/trace/seed_S.npz: every step's prompt, answers, comparison and regret term (RLHF) or "
+      "contexts, arm and reward (neural) at every grid point, and with --every K the agent's "
+      "and environment's state after every K steps. Its regret is checked against the run's "
+      "row of that seed (bit for bit on the same kind of device and versions).")
+  p.add_argument("dir", help="a complete run directory")
+  p.add_argument("--seed", type=int, required=True, help="one of the run's seeds")
+  p.add_argument("--every", type=_positive_int, metavar="K",
+                 help="also keep the state after every K steps")
+  p.set_defaults(handler=_trace)
+
+
+def _trace(args) -> int:
+  from rbx.runs import trace
+  try:
+    out = trace.trace(args.dir, args.seed, every=args.every)
+  except (ValueError, OSError) as e:
+    return _fail("trace", e)
+  shapes = ", ".join(f"{k} {v.shape}" for k, v in out.steps.items())
+  print(f"{out.path}: seed {out.seed}, axes {out.axes}: {shapes}"
+        + (f"; the state after steps {out.state_steps.tolist()}" if out.states else ""))
+  if not out.same_as_run:
+    print(f"rbx trace: the traced regret differs from the run's row of seed {out.seed}: "
+          "another device kind, rbx, jax or XLA_FLAGS than the run's (docs/reproducibility.md)",
+          file=sys.stderr)
+    return EXIT_ERROR
+  print("its regret is bit for bit the run's row of this seed")
+  return 0
 
 
 def register_merge(subparsers) -> None:

@@ -3,17 +3,18 @@
 For each agent, on a tiny instance of its family, seed s's per-step regret is compared bit for
 bit across: a run of many seeds (several batches on every device), two slices of those seeds
 (as `rbx run --seeds A:B` and `rbx merge` make them), the seed alone in a sweep, and
-`simulate(env, agent, jax.random.key(s))`; with `--cost`, also the seed-steps/s of today's
-default path against the width-follows-the-slice path it replaced (one seed per device batch
-holding `min(seed_batch, seeds per device)`), side by side in one process.
+`simulate(env, agent, jax.random.key(s))`, for the first and last seed and both sides of the
+cut. With `--cost` it prints instead the seed-steps/s of the default path (every batch full,
+the last padded) against the one it replaced (a batch of min(seed_batch, seeds per device)),
+side by side in one process.
 
     python -m benchmarks.reproducibility.seeds              # every registered agent
-    python -m benchmarks.reproducibility.seeds --agents algorithm1 rbmle_ga
-    python -m benchmarks.reproducibility.seeds --cost       # what invariance costs
+    python -m benchmarks.reproducibility.seeds --classes    # one agent of every policy class
+    python -m benchmarks.reproducibility.seeds --cost --seeds 10 --steps 200 --classes
 
-Run it with the default XLA flags (tests/test_seeds.py runs it in a child process without the
-test suite's code-generation flags, which break equalities between device counts). Exit status
-1 when any seed differs.
+Run it with the default XLA flags (tests/core/test_seeds.py runs it in a child process without
+the test suite's code-generation flags, which break equalities between device counts). Exit
+status 1 when any seed differs.
 """
 from __future__ import annotations
 
@@ -31,22 +32,26 @@ from rbx.rlhf import sequences
 STEPS = 12
 SEEDS = 150              # > 2 devices x 64 seeds a batch: several batches per device
 SLICE = 41               # where the two slices part
-LOOKED_AT = (0, 40, 41, 149)   # the seeds run alone and by simulate
+# one agent of every policy class ("name@contextual": a tabular agent on a contextual instance)
+CLASSES = {"tabular": "algorithm1", "contextual": "xpo@contextual", "linear": "linear_algorithm1",
+           "practical": "practical_xpo", "sequence": "sequence_algorithm1", "neural": "rbmle_ga"}
 
 
 def environment(name: str):
   """A tiny instance of the family (and policy class) of agent `name`."""
+  name, _, where = name.partition("@")
   if name in neural.FAMILY.agents:
     return neural.synthetic("linear", dim=3, num_arms=3, noise=0.1, seed=0)
   if name.startswith("sequence_"):
     return sequences.random_sequences(jax.random.key(3), 3, 2, 2, 3, beta=0.5, r_max=2.0)
-  if name in ("algorithm1", "vpo", "modified", "xpo", "selm", "greedy"):
+  if name in ("algorithm1", "vpo", "modified", "xpo", "selm", "greedy") and not where:
     return rlhf.example2(100, 0.5, 6.0)
   return rlhf.random_contextual(jax.random.key(3), 3, 4, 3, beta=0.5, r_max=2.0)
 
 
 def agent(name: str):
   """Agent `name` with its defaults; the neural ones at width 8 and 2 training steps."""
+  name = name.partition("@")[0]
   if name in neural.FAMILY.agents:
     small = {k: v for k, v in (("width", 8), ("train_steps", 2))
              if k in neural.FAMILY.agents[name].params}
@@ -54,20 +59,24 @@ def agent(name: str):
   return rlhf.get(name)
 
 
-def differences(name: str, steps: int = STEPS) -> dict[str, list[int]]:
-  """{how the seeds were run: the looked-at seeds whose regret differs from the many-seed
-  run's}: every list empty when seeds are seeds."""
+def differences(name: str, steps: int = STEPS, seeds: int = SEEDS, cut: int = SLICE,
+                seed_batch: int | None = None) -> dict[str, list[int]]:
+  """{how the seeds were run: the looked-at seeds (the first, both sides of the cut, the
+  last) whose regret differs from the `seeds`-seed run's}: every list empty when seeds are
+  seeds. `seed_batch` None: the default (the program width of this config and device kind)."""
   env, ag = environment(name), agent(name)
   build = lambda: (env, ag)
-  run = lambda seeds: sweep_lib.sweep(build, {}, seeds, steps, progress=False).regret
-  whole = run(SEEDS)
-  ways = {"two slices": np.concatenate([run(list(range(SLICE))),
-                                        run(list(range(SLICE, SEEDS)))])[list(LOOKED_AT)],
-          "alone": np.stack([run([s])[0] for s in LOOKED_AT]),
-          "simulate": np.stack([np.asarray(sweep_lib.simulate(env, ag, jax.random.key(s),
-                                                              steps).regret)
-                                for s in LOOKED_AT])}
-  return {way: [s for s, row in zip(LOOKED_AT, got) if not np.array_equal(row, whole[s])]
+  run = lambda which: sweep_lib.sweep(build, {}, which, steps, seed_batch=seed_batch,
+                                      progress=False).regret
+  looked_at = [0, cut - 1, cut, seeds - 1]
+  whole = run(seeds)
+  ways = {"two slices": np.concatenate([run(list(range(cut))),
+                                        run(list(range(cut, seeds)))])[looked_at],
+          "alone": np.stack([run([s])[0] for s in looked_at]),
+          "simulate": np.stack([np.asarray(sweep_lib.simulate(
+              env, ag, jax.random.key(s), steps, seed_batch=seed_batch).regret)
+              for s in looked_at])}
+  return {way: [s for s, row in zip(looked_at, got) if not np.array_equal(row, whole[s])]
           for way, got in ways.items()}
 
 
@@ -92,13 +101,18 @@ def cost(name: str, seeds: int, steps: int) -> tuple[float, float]:
 
 def main(argv=None) -> int:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  p.add_argument("--agents", nargs="*", help="agent names (default: every registered agent)")
+  p.add_argument("--agents", nargs="*", help="agent names, NAME@contextual for a tabular agent "
+                 "on a contextual instance (default: every registered agent)")
+  p.add_argument("--classes", action="store_true", help="one agent of every policy class")
   p.add_argument("--steps", type=int, default=STEPS)
-  p.add_argument("--cost", action="store_true", help="seed-steps/s before and after, instead")
-  p.add_argument("--seeds", type=int, default=10, help="seeds of a --cost run (a small run "
-                 "pays most for the padding)")
+  p.add_argument("--seeds", type=int, default=SEEDS, help="seeds of the whole run")
+  p.add_argument("--cut", type=int, default=SLICE, help="where the two slices part")
+  p.add_argument("--seed-batch", type=int, help="the program width (default: the config's)")
+  p.add_argument("--cost", action="store_true", help="seed-steps/s before and after, instead "
+                 "(--seeds: a small run pays most for the padding)")
   args = p.parse_args(argv)
-  names = args.agents or [*rlhf.FAMILY.agents, *neural.FAMILY.agents]
+  names = (list(CLASSES.values()) if args.classes
+           else args.agents or [*rlhf.FAMILY.agents, *neural.FAMILY.agents])
   print(f"jax {jax.__version__}, {len(jax.local_devices())} {jax.default_backend()} device(s)")
   if args.cost:
     print(f"| agent | seeds | steps | padded (seed-steps/s) | former (seed-steps/s) | ratio |")
@@ -111,7 +125,7 @@ def main(argv=None) -> int:
   failed = 0
   for name in names:
     begin = time.perf_counter()
-    found = differences(name, args.steps)
+    found = differences(name, args.steps, args.seeds, args.cut, args.seed_batch)
     bad = {way: seeds for way, seeds in found.items() if seeds}
     failed += bool(bad)
     print(f"{name:22s} {'DIFFERS ' + str(bad) if bad else 'same bits'} "

@@ -239,12 +239,17 @@ def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=No
   kept, snapshots = [], []
   for combo in sweep.grid.combos():
     init_fn, chunk_fn = init_and_chunk(sweep.build, combo, batch, mesh, keep)
-    carry = jax.jit(init_fn)(points, keys)
+    init = jax.jit(init_fn).lower(points, keys)
+    _check_lapack(init, mesh)
+    carry = init.compile()(points, keys)
     pieces, saved, t, jitted = [], [], 0, {}
     while t < T:
       length = min(chunk, T - t)
       if length not in jitted:
-        jitted[length] = jax.jit(lambda h, s, x, t0, n=length: chunk_fn(h, s, x, t0, n))
+        jitted[length] = jax.jit(lambda h, s, x, t0, n=length: chunk_fn(h, s, x, t0, n)).lower(
+            points, keys, carry, jnp.int32(t + 1))
+        _check_lapack(jitted[length], mesh)
+        jitted[length] = jitted[length].compile()
       carry, out = jitted[length](points, keys, carry, jnp.int32(t + 1))
       pieces.append(jax.tree.map(lambda x: np.asarray(x)[:, :S], out))
       t += length
@@ -296,11 +301,7 @@ class _Programs:
     try:
       jitted, args = lower()
       lowered = jitted.lower(*args)
-      if self.mesh is not None and self.mesh.devices.size > 1 and (
-          self.mesh.devices.flat[0].platform == "cpu"):
-        calls = sorted(set(re.findall(r"@(lapack_\w+)", lowered.as_text())))
-        if calls:
-          raise NeedsOneDevice(calls)
+      _check_lapack(lowered, self.mesh)
     finally:
       _COMPILING.pop()
     text = lowered.as_text()
@@ -334,6 +335,14 @@ class _Programs:
   def close(self) -> None:
     """Drops the compiles not yet started (a stopped sweep); those under way finish."""
     self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _check_lapack(lowered, mesh) -> None:
+  """`NeedsOneDevice` when `lowered` calls CPU LAPACK kernels and `mesh` has several CPU devices."""
+  if mesh is not None and mesh.devices.size > 1 and mesh.devices.flat[0].platform == "cpu":
+    calls = sorted(set(re.findall(r"@(lapack_\w+)", lowered.as_text())))
+    if calls:
+      raise NeedsOneDevice(calls)
 
 
 def _timed_compile(lowered):

@@ -85,15 +85,7 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   compile_cache.use()                       # the command line's cache, from Python too
   steps = _checks.positive_int("steps", steps)
   num_seeds = _checks.num_seeds(seeds)
-  build, expanded, static = grid_lib.expand(build, grid, static)
-  runs, grid = grid_lib.run_table(grid), expanded
-  plan, family, envs = _plan(build, grid, steps, static)
-  mesh = devices_lib.seed_mesh(devices)
-  state = _state_bytes(plan)
-  if seed_batch is None:
-    choice = _seed_batch(plan, family, envs, mesh, state)
-  else:
-    choice = batching.given(seed_batch)
+  plan, runs, mesh, choice, state = _setup(build, grid, steps, static, devices, seed_batch)
   if chunk is None and progress_lib.shown(progress):
     chunk = progress_lib.chunk_for(steps)
   options = driver.Options(chunk=chunk, record=record, log_points=log_points,
@@ -101,15 +93,8 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   _check_memory(plan, options, num_seeds, mesh, checkpoint=on_chunk is not None, state=state)
   seeds = seed_list(seeds)
   plan = plan._replace(seeds=devices_lib.process_slice(seeds))
-  try:
-    out = driver.run(plan, options, mesh=mesh, start=start, on_chunk=on_chunk, stop=stop,
-                     progress=progress)
-  except driver.NeedsOneDevice as e:
-    warnings.warn(f"{e}: they deadlock when several CPU devices call them at once (jaxlib "
-                  f"0.10), so this sweep runs on one CPU device instead of {mesh.devices.size}",
-                  stacklevel=2)
-    out = driver.run(plan, options, mesh=None, start=start, on_chunk=on_chunk, stop=stop,
-                     progress=progress)
+  out = _on_devices(lambda m: driver.run(plan, options, mesh=m, start=start, on_chunk=on_chunk,
+                                         stop=stop, progress=progress), mesh)
   stats = out.stats
   timing = dict(compile_seconds=stats["compile_seconds"], run_seconds=stats["run_seconds"],
                 seed_steps=int(stats["seed_steps"]),
@@ -122,6 +107,52 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
   local = seeds if out.complete else plan.seeds
   return from_records(plan.grid, local, out.recorder, data, timing=timing,
                       complete=out.complete, runs=runs)
+
+
+def trajectory(build: Callable[..., tuple[Any, protocol.Agent]],
+               grid: Mapping[str, Sequence[Any]], seed: int, steps: int, *,
+               static: Sequence[str] | None = None, devices: int | None = None,
+               seed_batch: int | batching.Choice | None = None, every: int | None = None
+               ) -> tuple[driver.Trajectory, Grid, dict | None]:
+  """Seed `seed`'s every step at every grid point of `sweep(build, grid, ..., steps)` — the
+  whole `Transition` (obs, action, feedback, regret) — by the sweep's own programs (the same
+  devices, batch width and grid), so its regret is bit for bit the sweep's row of that seed;
+  with `every` = K also the carried state (environment, agent) after every K steps. Returns
+  (`driver.Trajectory` with one seed, the grid, the runs of a list of sub-grids)."""
+  compile_cache.use()
+  steps = _checks.positive_int("steps", steps)
+  seed = seed_list([seed])
+  plan, runs, mesh, choice, _ = _setup(build, grid, steps, static, devices, seed_batch)
+  chunk = None if every is None else _checks.positive_int("every", every)
+  options = driver.Options(chunk=chunk, seed_batch=choice.seed_batch)
+  out = _on_devices(lambda m: driver.trajectory(plan._replace(seeds=seed), options, mesh=m,
+                                                states=every is not None), mesh)
+  return out, plan.grid, runs
+
+
+def _setup(build, grid, steps, static, devices, seed_batch):
+  """(driver sweep without seeds, runs of a list of sub-grids, mesh, seed batch `Choice`,
+  state bytes a seed) of a sweep, every grid point checked."""
+  build, expanded, static = grid_lib.expand(build, grid, static)
+  runs = grid_lib.run_table(grid)
+  plan, family, envs = _plan(build, expanded, steps, static)
+  mesh = devices_lib.seed_mesh(devices)
+  state = _state_bytes(plan)
+  choice = (_seed_batch(plan, family, envs, mesh, state) if seed_batch is None
+            else batching.given(seed_batch))
+  return plan, runs, mesh, choice, state
+
+
+def _on_devices(go, mesh):
+  """`go(mesh)`, or `go(None)` — one device — when the program calls CPU LAPACK kernels
+  (`driver.NeedsOneDevice`), with a warning: the same choice for every run of a config."""
+  try:
+    return go(mesh)
+  except driver.NeedsOneDevice as e:
+    warnings.warn(f"{e}: they deadlock when several CPU devices call them at once (jaxlib "
+                  f"0.10), so this sweep runs on one CPU device instead of {mesh.devices.size}",
+                  stacklevel=3)
+    return go(None)
 
 
 def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | None, list]:

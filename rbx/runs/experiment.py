@@ -43,7 +43,7 @@ import numpy as np
 import tomli_w
 
 from rbx._version import __version__
-from rbx.core import devices, driver
+from rbx.core import devices, driver, reproducibility
 from rbx.core import grid as grid_lib
 from rbx.core import sweep as sweep_lib
 from rbx.core.results import Results
@@ -289,8 +289,12 @@ def _environment(config, mesh) -> dict:
   grid = grid_lib.expand(None, config.grid, ())[1]
   return {
       "title": config.title, "family": config.family, "status": RUNNING, "started": rundir.now(),
-      "versions": {"rbx": __version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+      "versions": {"rbx": __version__, "rbx_source": reproducibility.source_digest(),
+                   "jax": jax.__version__, "jaxlib": jaxlib.__version__,
                    "numpy": np.__version__, "python": sys.version.split()[0]},
+      "bits": reproducibility.conditions(config.seed_batch, config.seed_batch_reason,
+                                         _num_devices(mesh),
+                                         None if mesh is None else mesh.devices.flat[0]),
       "platform": platform.platform(), "backend": jax.default_backend(),
       "devices": [str(d) for d in jax.devices()], "local_devices_used": _num_devices(mesh),
       "processes": jax.process_count(),

@@ -9,9 +9,7 @@ compiles for its instruction set): the test compares bit for bit only under the 
 platform, version and CPU, and elsewhere to 1% (the linear agents' iterative solves amplify
 float32 rounding: 0.2% on linear_greedy between two x86-64 hosts).
 """
-import hashlib
 import os
-import platform
 import sys
 from pathlib import Path
 
@@ -20,7 +18,6 @@ import xla_env  # noqa: E402
 
 RECORDING = Path(__file__).with_name("scheme_regrets.npz")
 SEEDS, STEPS = 2, 8
-CPU_LINES = ("model name", "flags", "CPU implementer", "CPU part", "Features")
 
 
 def regrets() -> dict:
@@ -41,23 +38,11 @@ def regrets() -> dict:
   return out
 
 
-def cpu() -> str:
-  """A digest of the host CPU's model and instruction-set lines in /proc/cpuinfo (x86's model
-  name and flags, Arm's part and Features), or `platform.processor()` where there is none: the
-  same jax and XLA flags round differently on CPUs with other vector units."""
-  try:
-    info = Path("/proc/cpuinfo").read_text().splitlines()
-    key = [next(l for l in info if l.startswith(k)) for k in CPU_LINES
-           if any(l.startswith(k) for l in info)]
-  except OSError:
-    key = [platform.processor()]
-  return hashlib.sha256("\n".join(key).encode()).hexdigest()[:16]
-
-
 def conditions() -> dict:
   """What a bit-for-bit comparison needs to be the same."""
   import jax
-  return {"jax": jax.__version__, "platform": jax.default_backend(), "cpu": cpu(),
+  from rbx.core.reproducibility import cpu_digest
+  return {"jax": jax.__version__, "platform": jax.default_backend(), "cpu": cpu_digest(),
           "xla_flags": " ".join(sorted(os.environ.get("XLA_FLAGS", "").split()))}
 
 
