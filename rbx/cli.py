@@ -148,9 +148,9 @@ def register_merge(subparsers) -> None:
       "merge", help="join complete runs of one config over disjoint seeds into one run directory",
       description="Joins the complete runs DIR... of one config over disjoint seeds (`rbx run "
       "CONFIG --seeds START:STOP`, e.g. the tasks of a Slurm job array) into the new run "
-      "directory OUT, ordered by seed: the results of one run over all their seeds (bit for "
-      "bit when every slice ran with the same seed_batch and device count). Refuses runs of "
-      "different configs (anything but the seeds), overlapping seeds and unfinished runs.")
+      "directory OUT, ordered by seed: the results of one run over all their seeds, bit for bit "
+      "(docs/reproducibility.md). Refuses runs of different configs (anything but the seeds), "
+      "overlapping seeds, unfinished runs and runs whose reproducibility settings differ.")
   p.add_argument("dirs", nargs="+", metavar="DIR", help="a complete run directory (a slice)")
   p.add_argument("--out", metavar="OUT", required=True, help="the new run directory")
   _add_allow_mixed(p)

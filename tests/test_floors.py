@@ -29,7 +29,7 @@ FLOORS = [
     ("run-files", ["rbx.runs", "rbx.runs.rundir", "rbx.runs.checkpoint", "rbx.runs.store"]),
     ("configs", ["rbx.runs.config", "rbx.runs.config_keys", "rbx.runs.demo"]),
     ("experiment", ["rbx.runs.experiment"]),
-    ("report", ["rbx.runs.report"]),
+    ("report", ["rbx.runs.report", "rbx.runs.trace"]),
     ("submit", ["rbx.runs.submit"]),
     ("top", ["rbx", "rbx.cli"]),
 ]

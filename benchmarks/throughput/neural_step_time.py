@@ -102,7 +102,7 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
 
   if seed_batch is None:
     seed_batch = core_sweep.default_seed_batch(
-        lambda **hp: (env, agent(**hp) if grid else agent), grid or {}, seeds, capacity,
+        lambda **hp: (env, agent(**hp) if grid else agent), grid or {}, capacity,
         static=(), envs=[env], devices=devices).seed_batch
   points = Grid(grid or {})
   sweep = driver.Sweep(program, points, np.arange(seeds), steps * (repeats + 1))
@@ -113,7 +113,7 @@ def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, se
     return False
 
   driver.run(sweep, driver.Options(chunk=steps, record="summary", seed_batch=seed_batch),
-             mesh=devices_lib.seed_mesh(devices, seeds), stop=stop)
+             mesh=devices_lib.seed_mesh(devices), stop=stop)
   return float(np.median(np.diff(ends))) / (steps * seeds * points.num_points)
 
 

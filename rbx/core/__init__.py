@@ -41,7 +41,8 @@ of the family's declaration, used by `plots` and `rbx.runs.report`.
 
 Modules: `protocol`, `registry`, `sweep`, `driver`, `grid`, `record`, `progress`, `devices`,
 `memory` (the estimate a sweep is checked against), `compile_cache` (the persistent
-compilation cache every sweep turns on), `results`, `plots`. They import no module
+compilation cache every sweep turns on), `reproducibility` (what a seed's bits depend on, a
+run's `bits`), `results`, `plots`. They import no module
 above them — not the families (`rbx.rlhf`, `rbx.neural`, `rbx.data`), nor the run layer
 (`rbx.runs`: configs, run directories, checkpoints, reports) or `rbx.cli`, which use them; a
 config reaches them as plain values, its `build` a `registry.Build` (tests/test_floors.py

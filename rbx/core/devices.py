@@ -9,9 +9,9 @@ One host: `seed_mesh(n)` is a 1-D `jax.sharding.Mesh` named "seed" over n local 
 the driver runs each chunk under `jax.shard_map` with the seeds (and every leaf of the
 carried state, shape (G, S, ...)) split as `P(None, "seed")`, so each device steps its own
 seeds and no data moves between devices. With one device the driver runs unsharded: XLA
-compiles that program without its SPMD partitioner, so it agrees with a sharded run only to
-float32 rounding, while any two or more devices agree bit for bit when the seeds run in
-batches of the same size (docs/reproducibility.md).
+compiles that program without its SPMD partitioner and rounds some operations differently,
+while any two or more devices agree bit for bit — hence at least 2 CPU devices by default
+(docs/reproducibility.md).
 
 Many hosts: after `initialize` (`jax.distributed.initialize`), process p runs the seeds
 `process_slice(seeds)` on its local devices only, and `gather` reassembles every process's
@@ -59,11 +59,11 @@ def use_every_core() -> int | None:
   return n
 
 
-def seed_mesh(num_devices: int | None = None, num_seeds: int | None = None) -> Mesh | None:
-  """A mesh ("seed",) over the first `num_devices` local devices (default all of them, or
-  `num_seeds` if fewer: no device runs only padding); None for one."""
+def seed_mesh(num_devices: int | None = None) -> Mesh | None:
+  """A mesh ("seed",) over the first `num_devices` local devices (default all of them, however
+  few the seeds: a seed's program must not depend on their number); None for one."""
   local = jax.local_devices()
-  n = min(len(local), num_seeds or len(local)) if num_devices is None else num_devices
+  n = len(local) if num_devices is None else num_devices
   if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(local):
     raise ValueError(f"devices must be an integer in [1, {len(local)}] (the local devices), got {n!r}")
   if n == 1:

@@ -14,7 +14,8 @@ snapshot repeats exactly the same programs on exactly the same inputs, so the re
 bit-identical to an uninterrupted run.
 
 Inside a program the G grid points are vmapped and the seeds run through
-`lax.map(..., batch_size=seed_batch)`; with a mesh (`rbx.core.devices.seed_mesh`) the seed
+`lax.map(..., batch_size=seed_batch)`, every batch full (the seeds padded to a multiple of
+devices × seed_batch, so a seed's program does not depend on the number of seeds); with a mesh (`rbx.core.devices.seed_mesh`) the seed
 axis is split over its devices with `jax.shard_map` (each device maps its own seeds). Seed s
 uses `jax.random.key(s)` wherever it runs. The shard_map runs with `check_vma=False`: every
 input and output is split over "seed" and no collective runs inside, so JAX's check of which
@@ -219,14 +220,15 @@ class Trajectory(NamedTuple):
 
 def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=None,
                keep: Callable[[protocol.Transition], Any] = lambda transition: transition,
-               states: bool = False) -> Trajectory:
+               states: bool = False, compiled: dict | None = None) -> Trajectory:
   """A few seeds' every step, by the programs `run` compiles — the same batch width, devices
   and chunks; only what the chunk returns differs (`keep`, by default the whole
   `Transition`), which leaves the arithmetic as it was — so seed s's regret here is bit for
   bit its regret in any `run` of the sweep on the same kind of device (tested). `keys`
   (S, *key shape) replaces the seeds' own keys (`key_data(sweep.seeds)`); `states` keeps the
-  carry after every chunk (`options.chunk` steps: the trace's --every). Held in memory: for
-  traces, not sweeps."""
+  carry after every chunk (`options.chunk` steps: the trace's --every). `compiled` keeps the
+  compiled programs between calls of the same sweep, options and mesh (`simulate` in a loop
+  over seeds). Held in memory: for traces, not sweeps."""
   T = _checks.positive_int("steps", sweep.steps)
   chunk = T if options.chunk is None else min(_checks.positive_int("chunk", options.chunk), T)
   batch = _checks.positive_int("seed_batch", options.seed_batch)
@@ -237,20 +239,24 @@ def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=No
               P("seed"))
   points = sweep.grid.points() or {NO_FIELD: np.zeros(1, np.float32)}
   kept, snapshots = [], []
-  for combo in sweep.grid.combos():
+  compiled = {} if compiled is None else compiled
+
+  def program(key, f, *args):
+    if key not in compiled:
+      lowered = jax.jit(f).lower(*args)
+      _check_lapack(lowered, mesh)
+      compiled[key] = lowered.compile()
+    return compiled[key]
+
+  for c, combo in enumerate(sweep.grid.combos()):
     init_fn, chunk_fn = init_and_chunk(sweep.build, combo, batch, mesh, keep)
-    init = jax.jit(init_fn).lower(points, keys)
-    _check_lapack(init, mesh)
-    carry = init.compile()(points, keys)
-    pieces, saved, t, jitted = [], [], 0, {}
+    carry = program((c, "init"), init_fn, points, keys)(points, keys)
+    pieces, saved, t = [], [], 0
     while t < T:
       length = min(chunk, T - t)
-      if length not in jitted:
-        jitted[length] = jax.jit(lambda h, s, x, t0, n=length: chunk_fn(h, s, x, t0, n)).lower(
-            points, keys, carry, jnp.int32(t + 1))
-        _check_lapack(jitted[length], mesh)
-        jitted[length] = jitted[length].compile()
-      carry, out = jitted[length](points, keys, carry, jnp.int32(t + 1))
+      step = program((c, length), lambda h, s, x, t0, n=length: chunk_fn(h, s, x, t0, n),
+                     points, keys, carry, jnp.int32(t + 1))
+      carry, out = step(points, keys, carry, jnp.int32(t + 1))
       pieces.append(jax.tree.map(lambda x: np.asarray(x)[:, :S], out))
       t += length
       if states:

@@ -173,12 +173,11 @@ def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | N
   return _driver_sweep(build, grid, None, steps, static), family, envs
 
 
-def default_seed_batch(build, grid, seeds: int, steps: int, *, static: Sequence[str],
+def default_seed_batch(build, grid, steps: int, *, static: Sequence[str],
                        envs: Sequence[Any], devices: int | None = None) -> batching.Choice:
-  """The default seed batch of sweeping `seeds` seeds over `grid`, whose grid points'
-  environments are `envs` (`rbx.core.batching`); the grid is not validated again."""
+  """The default seed batch of a sweep over `grid`, whose grid points' environments are
+  `envs` (`rbx.core.batching`: whatever the number of seeds); the grid is not validated again."""
   build, grid, static = grid_lib.expand(build, grid, static)
-  seeds = _checks.positive_int("seeds", seeds)
   plan = _driver_sweep(build, grid, None, steps, static)
   return _seed_batch(plan, family_of(envs[0]), envs, devices_lib.seed_mesh(devices),
                      _state_bytes(plan))
@@ -328,6 +327,21 @@ def simulate(env, agent: protocol.Agent, key, steps: int, horizon: int | None = 
   mesh = devices_lib.seed_mesh(devices)
   choice = (_seed_batch(plan, family_of(env), [env], mesh, _state_bytes(plan))
             if seed_batch is None else batching.given(seed_batch))
+  compiled = _compiled(env, agent, steps, horizon, choice.seed_batch, mesh)
   out = driver.trajectory(plan, driver.Options(seed_batch=choice.seed_batch), mesh=mesh,
-                          keys=driver.key_data(jnp.asarray(key)[None]))
-  return jax.tree.map(lambda x: x[0, 0], out.kept[0])
+                          keys=driver.key_data(jnp.asarray(key)[None]), compiled=compiled)
+  return jax.tree.map(lambda x: jnp.asarray(x[0, 0]), out.kept[0])
+
+
+_SIMULATED: dict = {}
+
+
+def _compiled(env, agent, steps, horizon, seed_batch, mesh) -> dict:
+  """`simulate`'s compiled programs for this environment object (held, so its id stays its
+  own), agent and sizes: a loop over seeds compiles once. The 16 most recent are kept."""
+  key = (id(env), agent, steps, horizon, seed_batch, None if mesh is None else mesh.devices.size)
+  if key not in _SIMULATED:
+    if len(_SIMULATED) >= 16:
+      _SIMULATED.pop(next(iter(_SIMULATED)))
+    _SIMULATED[key] = (env, {})
+  return _SIMULATED[key][1]

@@ -17,11 +17,11 @@ chunk = 100                  # steps per jitted chunk (checkpoint, progress); de
                              # never more than steps
 record = "steps"             # "steps", "log" (R(t) at log_points log-spaced t) or "summary" (R(T))
 log_points = 50
-seed_batch = 64              # seeds vmapped at once per device (default, rbx.core.batching: on
-                             # a CPU the family's cache rule, rlhf the largest power of two
-                             # <= 64 with seeds x |X| x A^2 <= 2^16, neural 1; on an accelerator
-                             # as many of its seeds as fit in half its free memory at the
-                             # sweep's per-seed state and step bytes); metadata.json says why
+seed_batch = 64              # seeds vmapped at once per device, every batch full (default,
+                             # rbx.core.batching: on a CPU the family's cache rule, rlhf the
+                             # largest power of two <= 64 with seeds x |X| x A^2 <= 2^16,
+                             # neural 1; on an accelerator the largest power of two <= 4096
+                             # whose seeds fit in half its total memory); metadata.json says why
 seed_block = 4096            # seeds held in memory at once (default: all)
 devices = 8                  # local devices to shard the seeds over (default: all)
 out = "runs/example1"        # the run directory (default runs/<config name>)
@@ -143,9 +143,9 @@ RUN_KEYS = {
     "record": RunKey(STR, '"steps" (every r_t), "log" (R(t) at `log_points` log-spaced t) or '
                      '"summary" (R(T) only)', False, "steps"),
     "log_points": RunKey(INT, 'the steps that record = "log" keeps', False, 50),
-    "seed_batch": RunKey(INT, "seeds vmapped at once per device (default: the family's: rlhf "
-                         "64, fewer for large A and |X|; neural 1 on a CPU, 64 on an "
-                         "accelerator)"),
+    "seed_batch": RunKey(INT, "seeds vmapped at once per device, every batch full (default: "
+                         "the family's on a CPU: rlhf 64, fewer for large A and |X|, neural 1; "
+                         "on an accelerator what fits in half its memory, <= 4096)"),
     "seed_block": RunKey(INT, "seeds whose state is held in memory at once (default: all)"),
     "devices": RunKey(INT, "local devices to shard the seeds over (default: all)"),
     "out": RunKey(STR, "the run directory, relative to the current directory (default: "
@@ -478,7 +478,7 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   config = config._replace(effective=_resolve_effective(config, family, envs))
   if config.seed_batch is None:
     choice = _wrap(lambda: sweep_lib.default_seed_batch(
-        config.build, config.grid, num_seeds, steps, static=config.static(), envs=envs,
+        config.build, config.grid, steps, static=config.static(), envs=envs,
         devices=config.devices))
     config = config._replace(seed_batch=choice.seed_batch, seed_batch_reason=choice.reason)
   _wrap(lambda: sweep_lib.check_memory(config.build, config.grid, num_seeds, steps,

