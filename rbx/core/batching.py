@@ -6,7 +6,7 @@ config on the same kind of device (docs/reproducibility.md). It therefore depend
 config and the device kind only — never on the number of seeds, the slice, or free memory.
 
 On a CPU the family's cache rule decides (`rbx.core.registry.Family.cpu_seed_batch`; rlhf:
-the largest power of two ≤ 64 with seeds × |X| × A² ≤ 2^16, neural: 1): on a CPU a batch
+the largest power of two ≤ 16 with seeds × |X| × A² ≤ 2^16, neural: 1): on a CPU a batch
 that leaves the caches runs slower per seed-step, not faster, and padding a small run to
 a batch this size costs little.
 

@@ -75,15 +75,16 @@ def _random_instance(num_prompts=4, num_actions=3, beta=0.5, r_max=2.0, deviatio
 
 
 def cpu_seed_batch(env) -> int:
-  """Seeds vmapped at once per CPU device for `env`: the largest power of two ≤ 64 with
-  seeds × |X| × A² ≤ 2^16, at least 1 — 64 at A ≤ 32 on one prompt, 16 at A = 50, 1 at
-  A = 200, 4 at |X| = 100 and A = 10. The solver's batch then holds ≤ 2^16 × 16 starts entries
-  per (A, A) array, near the CPU's caches: 64 seeds ran Algorithm 1 at 0.45× the rate of 1–4
-  at A = 200 and 0.8× that of 1–16 at A = 50 (which are within their spread of each other);
-  at A ≤ 10 on one prompt 64 is within 5% of the best
-  (`python -m benchmarks.profiles.solver_profile --seed-batch`, table 6; benchmarks/README.md)."""
+  """Seeds vmapped at once per CPU device for `env`: the largest power of two ≤ 16 with
+  seeds × |X| × A² ≤ 2^16, at least 1 — 16 at A ≤ 64 on one prompt, 1 at A = 200, 4 at
+  |X| = 100 and A = 10. The solver's batch then holds ≤ 2^16 × 16 starts entries per (A, A)
+  array, near the CPU's caches. The batch is also the program's width (every batch full, the
+  last padded: `rbx.core.batching`), so a larger one costs small runs their padding: 16 is
+  within 6% of the best at A = 10 and 50, where 64 seeds ran at 0.95× and 0.8× the best (A = 3,
+  tiny, runs 0.63× as fast as at 64; `python -m benchmarks.profiles.solver_profile
+  --seed-batch`, benchmarks/README.md)."""
   per_seed = env.num_prompts * env.num_actions ** 2
-  return 1 << max(0, min(6, (2 ** 16 // per_seed).bit_length() - 1))
+  return 1 << max(0, min(4, (2 ** 16 // per_seed).bit_length() - 1))
 
 
 _TRIALS = 8       # points a solver step holds per start: the current one and 5–7 trial points

@@ -54,7 +54,13 @@ Method (fixed iteration counts, so it jits and vmaps):
    e^(r − r_max/2) (`Problem.ratios`: A exponentials, not A²; an ascent step at A = 10
    takes half the time, `python -m benchmarks.profiles.solver_profile`, table 1). The best trial point
    (including the current one) is kept, so the ranked function never decreases.
-3. The best refined point is returned.
+3. The best refined point is returned. *Ties*: candidates whose F lies within rounding
+   (`TIE_RTOL`) of the best count as tied, and the first of them in candidate order wins —
+   as in step 1's choice of starts and the β = 0 path's. Symmetric problems have exactly tied
+   maxima (every prompt's data-free problem at a uniform π_ref: the A one-action vertices), and
+   a plain argmax broke the tie by the last bit of F, which XLA:CPU rounds differently with
+   the batch's width: a seed's policy then depended on how many seeds were vmapped with it
+   (`tests/rlhf/test_solver.py::test_tied_maxima_are_broken_alike_at_every_batch_width`).
 
 *β = 0* (the discussion after Theorem 1). Then J*(r) = max_a r_a − π_cal·r, so
 F(r) = max_{a*} M_{a*}(r) with the concave M_{a*}(r) = ℓ(r) + α (e_{a*} − π_cal)·r, and
@@ -186,7 +192,7 @@ def _solve_beta0(problem, r_max, r_init, config):
     ells.append(jnp.full(A, problem.log_likelihood(r0)))
   cands = jnp.concatenate(cands, axis=1)                                  # (A, starts, A)
   values = jnp.stack(ells, axis=1) + jnp.sum(cands * slopes[:, None], axis=2)   # M_{a*}
-  starts = cands[jnp.arange(A), jnp.argmax(values, axis=1)]               # (A, A)
+  starts = cands[jnp.arange(A), first_best(values, problem.alpha * r_max)]  # (A, A)
 
   def run(r, slope):
     step = lambda carry, _: (ascent_step(*carry, problem, r_max, config, slope), None)
@@ -194,7 +200,7 @@ def _solve_beta0(problem, r_max, r_init, config):
                         length=config.iterations)[0][0]
 
   rs = jax.vmap(run)(starts, slopes)
-  return rs[jnp.argmax(jax.vmap(problem.value)(rs))]
+  return rs[first_best(jax.vmap(problem.value)(rs), problem.alpha * r_max)]
 
 
 def _candidates(problem, r_init, config):
@@ -231,16 +237,34 @@ def _screened(problem, r_max, r_init, config):
   return cands, values, relaxed
 
 
-def select_starts(values, relaxed, starts):
+def select_starts(values, relaxed, starts, scale=0.0):
   """Indices of the `starts` candidates to refine (step 1): alternately the best remaining by
-  the relaxed score and by F; the relaxed score is +inf at the centre and the warm start, so
-  they are taken in its first turns; shape (starts,)."""
+  the relaxed score and by F (ties, within `first_best`'s tolerance for `scale`, to the first
+  in candidate order); the relaxed score is +inf at the centre and the warm start, so they are
+  taken in its first turns; shape (starts,)."""
   chosen = []
   for i in range(starts):
     score = relaxed if i % 2 == 0 else values
     score = score.at[jnp.asarray(chosen, jnp.int32)].set(-jnp.inf) if chosen else score
-    chosen.append(jnp.argmax(score))
+    chosen.append(first_best(score, scale))
   return jnp.stack(chosen)
+
+
+# Scores within this share of their scale (`first_best`) of the best are tied: ~8 float32
+# ulps, above the last-bit differences that XLA:CPU's lowering at different batch widths
+# leaves in F, far below the solver's accuracy (1e-3 on the tests' instances).
+TIE_RTOL = 1e-6
+
+
+def first_best(values, scale=0.0):
+  """Index of the first of `values` (along the last axis) within TIE_RTOL·(1 + |max| +
+  `scale`) of their maximum: an argmax whose ties, exact ones included, do not depend on
+  rounding. `scale` bounds the terms F is a sum of beyond |F| itself (α r_max: the bonus,
+  which ℓ can cancel). Where the maximum is ±inf it is the plain argmax."""
+  best = jnp.max(values, axis=-1, keepdims=True)
+  tol = TIE_RTOL * (1.0 + jnp.abs(best) + jnp.abs(scale))
+  tol = jnp.where(jnp.isfinite(best), tol, 0.0)
+  return jnp.argmax(values >= best - tol, axis=-1)
 
 
 def _solve_dc(problem, r_max, r_init, config):
@@ -250,7 +274,7 @@ def _solve_dc(problem, r_max, r_init, config):
   if cands.shape[0] > config.starts:
     if config.screen == "value":
       relaxed = values
-    cands = cands[select_starts(values, relaxed, config.starts)]
+    cands = cands[select_starts(values, relaxed, config.starts, problem.alpha * r_max)]
   if config.keep < cands.shape[0]:
     slopes = jax.vmap(problem.slope)(cands)
     cands = _refine(problem, r_max, cands, config, 0, config.prune_after, slopes)
@@ -259,7 +283,7 @@ def _solve_dc(problem, r_max, r_init, config):
                     slopes[idx])
   else:
     cands = _refine(problem, r_max, cands, config)
-  return cands[jnp.argmax(F(cands))]
+  return cands[first_best(F(cands), problem.alpha * r_max)]
 
 
 def _refine(problem, r_max, starts, config, first=0, last=None, slopes=None):

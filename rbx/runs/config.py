@@ -19,7 +19,7 @@ record = "steps"             # "steps", "log" (R(t) at log_points log-spaced t) 
 log_points = 50
 seed_batch = 64              # seeds vmapped at once per device, every batch full (default,
                              # rbx.core.batching: on a CPU the family's cache rule, rlhf the
-                             # largest power of two <= 64 with seeds x |X| x A^2 <= 2^16,
+                             # largest power of two <= 16 with seeds x |X| x A^2 <= 2^16,
                              # neural 1; on an accelerator the largest power of two <= 4096
                              # whose seeds fit in half its total memory); metadata.json says why
 seed_block = 4096            # seeds held in memory at once (default: all)
@@ -144,7 +144,7 @@ RUN_KEYS = {
                      '"summary" (R(T) only)', False, "steps"),
     "log_points": RunKey(INT, 'the steps that record = "log" keeps', False, 50),
     "seed_batch": RunKey(INT, "seeds vmapped at once per device, every batch full (default: "
-                         "the family's on a CPU: rlhf 64, fewer for large A and |X|, neural 1; "
+                         "the family's on a CPU: rlhf 16, fewer for large A and |X|, neural 1; "
                          "on an accelerator what fits in half its memory, <= 4096)"),
     "seed_block": RunKey(INT, "seeds whose state is held in memory at once (default: all)"),
     "devices": RunKey(INT, "local devices to shard the seeds over (default: all)"),

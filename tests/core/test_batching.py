@@ -11,7 +11,7 @@ from rbx.core import batching
 from rbx.core import sweep as core_sweep
 
 GIB = 2 ** 30
-RLHF_CPU = batching.Choice(64, "cpu cache rule: seeds × |X| × A² ≤ 2^16")
+RLHF_CPU = batching.Choice(16, "cpu cache rule: seeds × |X| × A² ≤ 2^16")
 
 
 def working_set(env) -> int:
@@ -23,8 +23,8 @@ def test_a_cpu_keeps_the_familys_cache_rule_whatever_the_memory():
   for free in (None, 140 * GIB):
     assert batching.choose("cpu", free, 10 ** 6, RLHF_CPU) == RLHF_CPU
   env = lambda A, X=1: rlhf.random_instance(jax.random.key(0), X, A, 0.5, 2.0, 1.0)
-  assert [rlhf.FAMILY.cpu_choice([env(A)]).seed_batch for A in (10, 50, 200)] == [64, 16, 1]
-  assert rlhf.FAMILY.cpu_choice([env(10), env(50)]).seed_batch == 16
+  assert [rlhf.FAMILY.cpu_choice([env(A)]).seed_batch for A in (10, 50, 100, 200)] == [16, 16, 4, 1]
+  assert rlhf.FAMILY.cpu_choice([env(10), env(100)]).seed_batch == 4
   assert rlhf.FAMILY.cpu_choice([env(10, X=100)]).seed_batch == 4
   assert neural.FAMILY.cpu_choice([neural.synthetic()]) == batching.Choice(
       1, "cpu cache rule: 1 seed (a seed's round keeps a core busy)")

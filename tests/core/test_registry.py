@@ -116,7 +116,7 @@ class _Stopped(Exception):
 
 def test_a_sweeps_default_seed_batch_is_the_smallest_of_its_environments(registered, monkeypatch):
   # rbx.sweep without seed_batch: the family's for each grid point's environment, the smallest
-  # (rlhf: 64 at A = 10, 16 at A = 50); a given one is kept. The run itself is not needed.
+  # (rlhf: 16 at A = 10, 1 at A = 200); a given one is kept. The run itself is not needed.
   seen = []
 
   def run(plan, options, **kwargs):
@@ -126,7 +126,7 @@ def test_a_sweeps_default_seed_batch_is_the_smallest_of_its_environments(registe
   monkeypatch.setattr(core_sweep.driver, "run", run)
   build = lambda A: (rlhf.random_instance(jax.random.key(0), 1, A, 0.5, 2.0, 1.0),
                      rlhf.get("fixed_policy"))
-  for grid, seed_batch in (({"A": [10]}, None), ({"A": [10, 50]}, None), ({"A": [50]}, 8)):
+  for grid, seed_batch in (({"A": [10]}, None), ({"A": [10, 200]}, None), ({"A": [50]}, 8)):
     with pytest.raises(_Stopped):
       rbx.sweep(build, grid, seeds=2, steps=3, static=("A",), seed_batch=seed_batch)
-  assert seen == [64, 16, 8]
+  assert seen == [16, 1, 8]

@@ -43,4 +43,4 @@ def test_the_default_seed_batch_does_not_depend_on_the_number_of_seeds():
   build = lambda: (rlhf.example2(100, 0.5, 6.0), rlhf.get("algorithm1"))
   batches = {rbx.sweep(build, {}, seeds, 2, progress=False).timing["seed_batch"]
              for seeds in (1, 5, 130)}
-  assert batches == {64}
+  assert batches == {16}

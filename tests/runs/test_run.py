@@ -111,7 +111,7 @@ def reference(tmp_path_factory):
 
 def test_the_run_records_its_seed_batch_and_why(reference):
   res = reference[1]
-  why = (64, "cpu cache rule: seeds × |X| × A² ≤ 2^16")     # rlhf's on a CPU
+  why = (16, "cpu cache rule: seeds × |X| × A² ≤ 2^16")     # rlhf's on a CPU
   assert (res.metadata["sizes"]["seed_batch"], res.metadata["sizes"]["seed_batch_reason"]) == why
   assert (res.timing["seed_batch"], res.timing["seed_batch_reason"]) == why
 
