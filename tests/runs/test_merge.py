@@ -1,6 +1,6 @@
 """Slices of a sweep's seeds (`rbx run --seeds START:STOP`, one per job-array task) merged
-with `rbx merge` equal one run over all the seeds bit for bit (the same seed_batch and device
-count: docs/reproducibility.md), and report and plot like one; merge refuses other configs,
+with `rbx merge` equal one run over all the seeds bit for bit with the default settings
+(docs/reproducibility.md), and report and plot like one; merge refuses other configs,
 overlapping seeds, unfinished runs and a directory that holds files."""
 import shutil
 
@@ -11,14 +11,12 @@ import rbx
 from rbx import cli
 from rbx.runs import experiment, store
 
-# Example 1, two agents; every slice in batches of 2 seeds on one device, as the whole run.
+# Example 1, two agents; the default seed batch and devices: every slice padded to full batches.
 CONFIG = """
 family = "rlhf"
 seeds = 4
 steps = 6
 chunk = 3
-seed_batch = 2
-devices = 1
 [env]
 name = "example1"
 [agent]
