@@ -8,8 +8,10 @@ seeds mapped in batches of `seed_batch` and sharded over `devices`. Which fields
 defaults from the registry of the environment's family (`rbx.core.registry`): a field that
 any of its environments or agents declares static (e.g. "width", "train_steps"); strings are
 always static. The family also gives what the default `seed_batch` is made from
-(`rbx.core.batching`: on a CPU its cache rule, on an accelerator the device's free memory over
-the per-seed working set).
+(`rbx.core.batching`: on a CPU its cache rule, on an accelerator the device's total memory
+over the per-seed working set). `simulate` (one seed) and `trajectory` (one seed of a sweep,
+every step, for `rbx trace`) run the sweep's own programs, so a seed is the same bits in all
+of them (docs/reproducibility.md).
 
 The family conveniences `rlhf.sweep` and `neural.sweep` are this function. TOML runs
 (`rbx run`, `rbx.runs.experiment`) call it too, with the checkpoint hooks `start`, `on_chunk` and
@@ -58,10 +60,11 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
     seeds: n (seeds 0..n−1) or a list of seeds; seed s uses `jax.random.key(s)`.
     steps: T, steps per run.
     static: fields looped over in Python; default: the fields the family declares static.
-    devices: local devices to shard the seeds over (default all, at most one per seed).
-    seed_batch: seeds vmapped at once per device (default: `rbx.core.batching`'s for this
-      sweep and device — a CPU: the family's cache rule for the grid's environments, the
-      smallest of them; an accelerator: as many as fit in half its free memory); or a
+    devices: local devices to shard the seeds over (default all, however few the seeds).
+    seed_batch: seeds vmapped at once per device, every batch full (the last padded), so a
+      seed's bits do not depend on the number of seeds (default: `rbx.core.batching`'s for
+      this sweep and device kind — a CPU: the family's cache rule for the grid's
+      environments, the smallest of them; an accelerator: what fits in half its memory); or a
       `batching.Choice` made earlier (`rbx.runs.config`). The results' timing records it and why.
     chunk: steps per jitted chunk (progress, checkpoints, Ctrl-C); default all T, or about
       T/20 (a divisor of T) when a bar is shown.
