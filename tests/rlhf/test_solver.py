@@ -215,3 +215,23 @@ def test_vertex_values_are_the_objective_at_the_vertices():
   direct = jax.vmap(problem.value)(h * r_max)
   np.testing.assert_allclose(problem.vertex_values(h, r_max)[0], direct, rtol=1e-5,
                              atol=1e-5 * float(jnp.max(jnp.abs(direct))))
+
+
+def test_tied_maxima_are_broken_alike_at_every_batch_width():
+  # At a uniform π_ref every data-free problem has A exactly tied maxima, the one-action
+  # vertices r_max·e_a (J* is symmetric). A plain argmax broke the tie by F's last bit, which
+  # XLA:CPU rounds differently at different batch widths: vmapped with 64 seeds' prompts the
+  # solver returned another vertex than alone, and XPO with a schedule α (every prompt
+  # re-solved each step) followed another trajectory from step 1 at seed_batch 64. The tie now
+  # goes to the first maximiser in candidate order, whatever the width.
+  env = rlhf.random_instance(jax.random.key(1), num_prompts=5, num_actions=3, beta=0.5,
+                             r_max=2.0, deviation=1.0)   # the issue's instance: π_ref uniform
+  X, A = env.pi_ref.shape
+  solve = jax.jit(jax.vmap(lambda p, a: rlhf.solve_optimistic(
+      jnp.zeros((A, A)), p, p, env.beta, a, env.r_max, jnp.full(A, 0.5) * env.r_max)))
+  by_width = {n: np.asarray(solve(jnp.tile(env.pi_ref, (n, 1)), jnp.tile(2.0 * env.rho, n)))
+              .reshape(n, X, A) for n in (1, 64)}
+  alone = by_width[1][0]
+  np.testing.assert_array_equal(np.sort(alone, axis=1), np.tile([0.0, 0.0, 2.0], (X, 1)))
+  for n, out in by_width.items():
+    np.testing.assert_array_equal(out, np.broadcast_to(alone, out.shape), err_msg=f"width {n}")
