@@ -191,18 +191,18 @@ def test_a_sweep_too_big_for_the_machine_is_a_config_error_naming_the_bytes():
 
 
 def test_the_default_seed_batch_is_the_familys_for_the_largest_problem():
-  # rlhf: 64 seeds a batch, fewer where seeds × |X| × A² would pass 2^16; a grid over the size
+  # rlhf: 16 seeds a batch, fewer where seeds × |X| × A² would pass 2^16; a grid over the size
   # takes the smallest batch; a given seed_batch is kept.
   random = 'name = "random_instance"\nnum_prompts = 1\nnum_actions = 10'
   sized = lambda A, top="": config.loads(make(top=top, env=random.replace("10", str(A)),
                                               agent='name = "greedy"'))
-  assert [sized(A).seed_batch for A in (3, 10, 32, 33, 50, 200)] == [64, 64, 64, 32, 16, 1]
+  assert [sized(A).seed_batch for A in (3, 10, 64, 65, 100, 200)] == [16, 16, 16, 8, 4, 1]
   assert sized(50).seed_batch_reason == "cpu cache rule: seeds × |X| × A² ≤ 2^16"
   given = sized(50, top="seed_batch = 64")
   assert (given.seed_batch, given.seed_batch_reason) == (64, "set by the user")
   grid = config.loads(make(env='name = "random_instance"\nnum_prompts = 1', agent='name = "greedy"',
-                           grid="num_actions = [10, 50]"))
-  assert grid.seed_batch == 16
+                           grid="num_actions = [10, 100]"))
+  assert grid.seed_batch == 4
   prompts = config.loads(make(env='name = "random_instance"\nnum_prompts = 100\nnum_actions = 10',
                               agent='name = "greedy"'))
   assert prompts.seed_batch == 4
