@@ -5,6 +5,7 @@ over all the seeds; --no-wait and --resume; the bad input refused before anythin
 import json
 import shutil
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -197,7 +198,14 @@ def test_local_slices_no_wait_resume_and_a_failed_slice_merge_to_one_run(cfg, tm
   np.testing.assert_array_equal(merged.coords["seed"], [0, 1, 2, 3])
   assert merged.config["seeds"] == "0:4"
 
-  # slice_1 failed (e.g. its node died): --resume submits it alone again, and it resumes
+  # slice_1 failed (e.g. its node died): --resume submits it alone again, and it resumes. Its
+  # first task's process may still be exiting after its run completed (on a loaded machine):
+  # a task still alive is not submitted again, so wait for it to be gone first.
+  record = json.loads((out / submit_lib.SUBMIT_JSON).read_text())
+  deadline = time.monotonic() + 120
+  while (submit_lib._task_alive(record, record["slices"][1]["jobs"][-1], out / submit_lib.LOGS)
+         and time.monotonic() < deadline):
+    time.sleep(0.5)
   shutil.rmtree(out / "all")
   meta = store.read_json(out / "slice_1" / store.METADATA)
   meta.update(status="failed", error={"time": meta["finished"], "type": "RuntimeError",
