@@ -235,8 +235,7 @@ def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=No
   n_dev = 1 if mesh is None else mesh.devices.size
   keys = key_data(sweep.seeds) if keys is None else np.asarray(keys)
   S = keys.shape[0]
-  keys = _put(np.concatenate([keys, np.repeat(keys[-1:], -S % (n_dev * batch), 0)]), mesh,
-              P("seed"))
+  keys = _put(_pad(keys, n_dev * batch), mesh, P("seed"))
   points = sweep.grid.points() or {NO_FIELD: np.zeros(1, np.float32)}
   kept, snapshots = [], []
   compiled = {} if compiled is None else compiled
@@ -418,11 +417,10 @@ def init_and_chunk(build, fixed, batch, mesh, keep: Callable = _regret):
 
 
 def _pad(seeds: np.ndarray, n: int) -> np.ndarray:
-  """`seeds` with its last seed repeated to a multiple of n (the padding's results are
-  dropped): every batch of every device then holds exactly `seed_batch` seeds, whatever the
+  """`seeds` (or their key data, seeds along axis 0) with its last seed repeated to a
+  multiple of n (the padding's results are dropped): every batch of every device then holds exactly `seed_batch` seeds, whatever the
   number of seeds, so a seed's program is the same in any run (docs/reproducibility.md)."""
-  extra = -seeds.size % n
-  return np.concatenate([seeds, np.repeat(seeds[-1:], extra)])
+  return np.concatenate([seeds, np.repeat(seeds[-1:], -len(seeds) % n, axis=0)])
 
 
 def key_data(seeds) -> np.ndarray:

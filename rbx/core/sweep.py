@@ -328,23 +328,19 @@ def simulate(env, agent: protocol.Agent, key, steps: int, horizon: int | None = 
   horizon = steps if horizon is None else horizon
   plan = driver.Sweep(lambda hp: protocol.pair(env, agent, horizon), Grid({}), np.zeros(1), steps)
   mesh = devices_lib.seed_mesh(devices)
-  choice = (_seed_batch(plan, family_of(env), [env], mesh, _state_bytes(plan))
-            if seed_batch is None else batching.given(seed_batch))
-  compiled = _compiled(env, agent, steps, horizon, choice.seed_batch, mesh)
-  out = driver.trajectory(plan, driver.Options(seed_batch=choice.seed_batch), mesh=mesh,
+  cached = (id(env), agent, steps, horizon, seed_batch, None if mesh is None else mesh.devices.size)
+  if cached not in _SIMULATED:              # a loop over seeds plans and compiles once
+    choice = (_seed_batch(plan, family_of(env), [env], mesh, _state_bytes(plan))
+              if seed_batch is None else batching.given(seed_batch))
+    if len(_SIMULATED) >= 16:
+      _SIMULATED.pop(next(iter(_SIMULATED)))
+    _SIMULATED[cached] = (env, choice.seed_batch, {})
+  _, width, compiled = _SIMULATED[cached]
+  out = driver.trajectory(plan, driver.Options(seed_batch=width), mesh=mesh,
                           keys=driver.key_data(jnp.asarray(key)[None]), compiled=compiled)
   return jax.tree.map(lambda x: jnp.asarray(x[0, 0]), out.kept[0])
 
 
+# `simulate`'s seed batch and compiled programs by (environment object, agent, sizes), the 16
+# most recent; each entry holds its environment, so that its id stays its own.
 _SIMULATED: dict = {}
-
-
-def _compiled(env, agent, steps, horizon, seed_batch, mesh) -> dict:
-  """`simulate`'s compiled programs for this environment object (held, so its id stays its
-  own), agent and sizes: a loop over seeds compiles once. The 16 most recent are kept."""
-  key = (id(env), agent, steps, horizon, seed_batch, None if mesh is None else mesh.devices.size)
-  if key not in _SIMULATED:
-    if len(_SIMULATED) >= 16:
-      _SIMULATED.pop(next(iter(_SIMULATED)))
-    _SIMULATED[key] = (env, {})
-  return _SIMULATED[key][1]

@@ -80,7 +80,7 @@ def cpu_seed_batch(env) -> int:
   |X| = 100 and A = 10. The solver's batch then holds ≤ 2^16 × 16 starts entries per (A, A)
   array, near the CPU's caches. The batch is also the program's width (every batch full, the
   last padded: `rbx.core.batching`), so a larger one costs small runs their padding: 16 is
-  within 6% of the best at A = 10 and 50, where 64 seeds ran at 0.95× and 0.8× the best (A = 3,
+  within 7% of the best at A = 10 and 50, where 64 seeds ran at 0.95× and 0.8× the best (A = 3,
   tiny, runs 0.63× as fast as at 64; `python -m benchmarks.profiles.solver_profile
   --seed-batch`, benchmarks/README.md)."""
   per_seed = env.num_prompts * env.num_actions ** 2

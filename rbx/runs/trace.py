@@ -134,7 +134,7 @@ def _other_conditions(metadata: dict, config) -> list[str]:
   if not ran:
     return []
   here = reproducibility.conditions(config.seed_batch, config.seed_batch_reason,
-                                    ran.get("sharded") and 2 or 1)
+                                    2 if ran.get("sharded") else 1)
   return [k for k in ("device_kind", "seed_batch", "rbx", "jax", "jaxlib", "xla_flags")
           if ran.get(k) != here.get(k)]
 
