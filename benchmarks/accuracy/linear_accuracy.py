@@ -1,4 +1,4 @@
-"""How far the linear agents' solves (`rbx.rlhf.linear_agents`) end below a thorough solve of
+"""How far the linear agents' solves (`rbx.rlhf.learners.linear`) end below a thorough solve of
 the same problem, along the agents' own trajectories.
 
     python -m benchmarks.accuracy.linear_accuracy [--prompts 50] [--dim 16] [--alpha 2] [--seeds 8]

@@ -4,7 +4,7 @@ along the agents' own trajectories on the instances of REPRODUCTION.md's linear 
     python -m benchmarks.accuracy.linear_global [--prompts 100] [--dims 4 16] [--seeds 2]
                                                 [--steps 5 10 20 50 100 200] [--starts 20]
 
-Each linear agent (`rbx.rlhf.linear_agents`, its default `LINEAR_SOLVER`, α = 1) runs on
+Each linear agent (`rbx.rlhf.learners.linear`, its default `LINEAR_SOLVER`, α = 1) runs on
 `random_contextual(key(0), |X|, A = 10, d, β = 0.5, r_max = 4, kappa = 100)` (the section's
 trap instance); at the listed steps t the problem it solved ((3.1a)/(3.2a): its first t
 comparisons, its π_cal, α) is solved again by SciPy's SLSQP from `--starts` starts

@@ -111,7 +111,7 @@ def main():
         report(f"A = {A}, β = {beta} ({seeds} × {steps}), {label}", gaps.ravel())
 
 
-# The lazy re-solve of Algorithm 1 (`rbx.rlhf.agents`): settings at the unsampled prompts.
+# The lazy re-solve of Algorithm 1 (`rbx.rlhf.learners.tabular`): settings at the unsampled prompts.
 LAZY = {"full re-solve (default)": None,
         "lazy, 2 starts": S(starts=2),
         "lazy, 2 starts, 6 iterations": S(starts=2, iterations=6, dc_iterations=2),

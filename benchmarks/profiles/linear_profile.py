@@ -1,4 +1,4 @@
-"""Where a step of a linear agent (`rbx.rlhf.linear_agents`) spends its time: a `jax.profiler`
+"""Where a step of a linear agent (`rbx.rlhf.learners.linear`) spends its time: a `jax.profiler`
 trace of its compiled steps, each XLA op's time summed by kind, output shape and source op.
 
     python -m benchmarks.profiles.linear_profile [--prompts 1000] [--agent linear_xpo] [--seeds 8]

@@ -35,7 +35,7 @@ FULL = Sizes(
 
 
 def run(ctx: Context) -> tuple[str, str]:
-  """The practical DPO-form losses (`rbx.rlhf.practical`, tabular policy) on Examples 1-2 beside
+  """The practical DPO-form losses (`rbx.rlhf.learners.practical`, tabular policy) on Examples 1-2 beside
   the exact agents of the same scheme (the same stuck events as Propositions 1-2), and every
   practical agent (log-linear policy) against the exact ones on a contextual environment."""
   scale = FULL if ctx.full else QUICK
@@ -48,11 +48,11 @@ def run(ctx: Context) -> tuple[str, str]:
             lambda: rlhf.example2(kappa, beta2, r_max2),
             f"κ = {kappa:g}, β = {beta2:g}, r_max = {r_max2:g}")]
   variants = [("exact", lambda s, a: rlhf.get(s, alpha=a)),
-              ("practical", lambda s, a: getattr(rlhf.practical, s)(a)),
-              ("practical, λ = 0", lambda s, a: getattr(rlhf.practical, s)(a, l2=0.0)),
-              ("practical, clipped", lambda s, a: getattr(rlhf.practical, s)(a, clip=True))]
+              ("practical", lambda s, a: rlhf.get(f"practical/{s}", alpha=a)),
+              ("practical, λ = 0", lambda s, a: rlhf.get(f"practical/{s}", alpha=a, l2=0.0)),
+              ("practical, clipped", lambda s, a: rlhf.get(f"practical/{s}", alpha=a, clip=True))]
   lines = ["## Practical online RLHF: DPO-form losses on a policy", "",
-           "`rbx.rlhf.practical` runs each scheme as a loss on a parametric policy, as "
+           "`rbx.rlhf.learners.practical` runs each scheme as a loss on a parametric policy, as "
            "practitioners do (TRL's OnlineDPO/XPO trainers, SELM): L(θ) = DPO(θ; D) + "
            "α β Ê_{a∼π_cal}[log π_θ(a)/π_ref(a)], which is −(ℓ + α J*) of (3.1a)/(3.2a) at the "
            "implicit reward r_θ = β log π_θ/π_ref (derivation: `docs/practical_rlhf.md`), plus "

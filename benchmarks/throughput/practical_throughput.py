@@ -23,7 +23,7 @@ import jax
 
 from rbx import rlhf
 from rbx.core import protocol
-from rbx.rlhf import practical
+from rbx.rlhf.learners import practical
 
 PRACTICAL = ("online_dpo", "practical_xpo", "practical_vpo", "practical_algorithm1")
 EXACT = ("xpo", "algorithm1")

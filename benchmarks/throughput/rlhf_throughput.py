@@ -2,7 +2,7 @@
 
 Runs Algorithm 1 (constant α) on a random single-prompt instance for A ∈ {3, 10, 50, 200, 1000}
 (or `--actions`), and on |X| ∈ {1, 100, 10000} prompts at A = 10 (or `--prompts`), Algorithm 1,
-Algorithm 1 with the lazy re-solve (2 starts at the unsampled prompts, `rbx.rlhf.agents`) and
+Algorithm 1 with the lazy re-solve (2 starts at the unsampled prompts, `rbx.rlhf.learners.tabular`) and
 XPO. The references run one seed at a time, so their rates do not depend on the number of
 seeds: the NumPy port of rbx's method (benchmarks/reference/numpy_algorithm1.py, like for like) and the
 loop a researcher would write without rbx, SciPy's L-BFGS-B from 12 starts for the reward step

@@ -22,6 +22,7 @@ import jax
 from benchmarks.throughput.practical_throughput import rate
 from rbx import rlhf
 from rbx.rlhf import sequences
+from rbx.rlhf.learners import sequence
 
 AGENTS = ("sequence_dpo", "sequence_xpo", "sequence_vpo", "sequence_algorithm1")
 SIZES = {"default": [(64, 8, 4), (64, 16, 4)], "tiny": [(4, 2, 3)]}
@@ -48,7 +49,7 @@ def main(argv=None) -> list[str]:
   p.add_argument("--horizon", type=int, default=100, help="the horizon the agents are told")
   p.add_argument("--train-steps", type=int, default=20)
   p.add_argument("--policies", nargs="*", default=["loglinear"],
-                 choices=sorted(sequences.POLICIES))
+                 choices=sorted(sequence.POLICIES))
   p.add_argument("--agents", nargs="*", default=list(AGENTS), choices=AGENTS)
   args = p.parse_args(argv)
   if args.tiny:

@@ -316,8 +316,9 @@ def _name(axis: str) -> str:
 
 
 def _value(axis: str, v) -> str:
-  if axis == "agent":
-    return NAMES.get(str(v), str(v))
+  if axis == "agent":       # "class/scheme" (the RLHF agents): the scheme's name, its class
+    policy_class, _, scheme = str(v).rpartition("/")
+    return NAMES.get(scheme, scheme) + (f" ({policy_class})" if policy_class else "")
   return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
 
 

@@ -122,6 +122,28 @@ def table(doc="") -> Param:
   return Param(TABLE, True, doc=doc)
 
 
+class Entries(dict):
+  """name -> `Entry` that also answers to aliases (`in`, `[]`, `get`); iterating, `keys` and
+  messages give the names only."""
+
+  def __init__(self):
+    super().__init__()
+    self.aliases: dict[str, str] = {}
+
+  def resolve(self, name: str) -> str:
+    """The registered name that `name` is or is an alias of (else `name` itself)."""
+    return self.aliases.get(name, name)
+
+  def __contains__(self, name) -> bool:
+    return dict.__contains__(self, self.resolve(name))
+
+  def __getitem__(self, name) -> Entry:
+    return dict.__getitem__(self, self.resolve(name))
+
+  def get(self, name, default=None):
+    return self[name] if name in self else default
+
+
 @dataclasses.dataclass(frozen=True)
 class Entry:
   """A registered environment or agent: `make(**params)` and its declared parameters;
@@ -184,7 +206,7 @@ class Family:
     self.name = name
     self.env_types = tuple(env_types)
     self.envs: dict[str, Entry] = {}
-    self.agents: dict[str, Entry] = {}
+    self.agents = Entries()
     self.cpu_seed_batch = cpu_seed_batch
     self.cpu_rule = cpu_rule
     self.step_bytes = step_bytes
@@ -213,6 +235,11 @@ class Family:
     self.agents[name] = Entry(name, make, dict(params), doc or _first_line(make), tuple(forwards))
     return make
 
+  def alias(self, alias: str, name: str) -> None:
+    """Registers `alias` as another name of agent `name` (e.g. a name it had before)."""
+    _checks.choice("agent", name, self.agents)
+    self.agents.aliases[alias] = name
+
   def load_env(self, name: str, params: Mapping[str, Any]):
     """Environment `name` from its declared parameters: `envs[name].make(**params)` (arrays,
     not files: a config's data set is read by `rbx.runs.config`)."""
@@ -231,7 +258,7 @@ class Family:
     if name not in self.agents and (other := elsewhere("agents", name, self.name)):
       raise ValueError(f"agent={name!r} is an agent of family {other!r}, not {self.name!r} "
                        f"(rbx.{other}.get({name!r}))")
-    entry = self.agents[_checks.choice("agent", name, self.agents)]
+    entry = self.agents[_checks.choice("agent", self.agents.resolve(name), self.agents)]
     known = self.param_names()
     for key, value in params.items():
       if key in entry.params:

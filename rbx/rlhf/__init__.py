@@ -1,26 +1,28 @@
-"""Online RLHF under the Bradley–Terry model: objectives, the optimistic solver, environments,
-exploration agents, the family's registry and analysis (paper: `online-rlhf-exploration.txt`);
-`practical` has the same schemes as DPO-form losses on the parametric policies of `policies`,
-`contextual` the environments with many prompts and features, and `sequences` those whose
-answers are token sequences (enumerated: exact ground truth) with autoregressive policies.
+"""Online RLHF under the Bradley–Terry model (paper: `online-rlhf-exploration.txt`): the
+objectives, the optimistic solvers, the environments (`env`: tabular, `contextual`: many prompts
+with features, `sequences`: answers as token sequences), the scheme table (`schemes`), the
+policy classes that run every scheme (`learners`: tabular, linear, practical, sequence), the
+family's registry ("class/scheme" agents: `get`) and analysis. The tabular class's paper-named
+constructors (`algorithm1`, `vpo`, ...) are here.
 
 `rbx.rlhf.sweep` is `rbx.sweep`; `simulate` runs one seed (`rbx.simulate`).
 """
 from rbx.core.sweep import simulate, sweep
-from rbx.rlhf import (analysis, assumptions, contextual, linear, linear_agents, policies,
-                      practical, registry, sequences)
-from rbx.rlhf.agents import AgentState, algorithm1, greedy, modified, selm, vpo, xpo
+from rbx.rlhf import (analysis, assumptions, contextual, learners, linear, registry, schemes,
+                      sequences)
+from rbx.rlhf.learners.tabular import AgentState, algorithm1, greedy, modified, selm, vpo, xpo
 from rbx.rlhf.contextual import (ContextualPreferenceEnv, ContextualTask, make_contextual,
                                  random_contextual)
 from rbx.rlhf.env import (PreferenceEnv, Prompt, Query, Task, example1, example2, make_env,
                           preference, random_instance)
 from rbx.rlhf.objectives import J, J_star, kl, log_likelihood, log_optimal_policy, optimal_policy, regret
-from rbx.rlhf.registry import FAMILY, get
+from rbx.rlhf.registry import FAMILY, add_class, add_scheme, get
 from rbx.rlhf.solver import SolverConfig, objective, solve_optimistic
 
 __all__ = [
-    "analysis", "assumptions", "registry", "FAMILY", "get",
-    "contextual", "linear", "linear_agents", "policies", "practical", "sequences", "ContextualPreferenceEnv", "ContextualTask",
+    "analysis", "assumptions", "registry", "FAMILY", "get", "add_class", "add_scheme",
+    "contextual", "learners", "linear", "schemes", "sequences", "ContextualPreferenceEnv",
+    "ContextualTask",
     "make_contextual", "random_contextual",
     "AgentState", "algorithm1", "greedy", "modified", "selm", "vpo", "xpo",
     "PreferenceEnv", "Prompt", "Query", "Task", "example1", "example2", "make_env", "preference",

@@ -7,7 +7,7 @@ features φ(x, a) ∈ R^d, the true reward is linear, r*(x, a) = θ*ᵀφ(x, a),
 still θᵀφ up to a constant), and π_ref is log-linear, π_ref ∝ exp((1 − d) r*) at a chosen
 deviation d from human preference π_HF ∝ e^{r*} (d = 0: π_ref = π_HF; 1: uniform; 2:
 reversed), as in `rbx.rlhf.random_instance`. The optimal policy π* ∝ π_ref e^{r*/β} is then
-log-linear in φ, so the log-linear policy of `rbx.rlhf.policies` can represent it.
+log-linear in φ, so the log-linear policy of `rbx.rlhf.learners.policies` can represent it.
 
 **Hard instances**, the contextual analogues of the paper's failure cases:
 
@@ -26,8 +26,8 @@ log-linear in φ, so the log-linear policy of `rbx.rlhf.policies` can represent 
 
 As an environment it is `rbx.rlhf.PreferenceEnv`'s: prompts x ~ ρ, the oracle (2.1), the
 regret (2.6); the learner is told a `ContextualTask` — the `Task` fields plus φ — so the
-exact-solver agents of `rbx.rlhf.agents` (which read only the `Task` fields, solving |X|
-problems of A actions per step) and the practical agents of `rbx.rlhf.practical` both run
+exact-solver agents of `rbx.rlhf.learners.tabular` (which read only the `Task` fields, solving |X|
+problems of A actions per step) and the practical agents of `rbx.rlhf.learners.practical` both run
 on it.
 """
 from __future__ import annotations

@@ -1,7 +1,12 @@
 """The RLHF family's declaration: its environments and agents, each parameter's kind.
 
 Everything that runs RLHF agents by name — `rbx.rlhf.get`, TOML configs and `rbx run`, the
-static fields of `rbx.sweep` — reads this one declaration. An agent's α is either the
+static fields of `rbx.sweep` — reads this one declaration. The agents are the product of the
+policy classes (`rbx.rlhf.learners.CLASSES`) and the scheme table (`rbx.rlhf.schemes.SCHEMES`),
+registered by one loop as "class/scheme" (`linear/xpo`, `sequence/greedy`), with today's
+names as aliases (`xpo` = `tabular/xpo`, `linear_xpo`, `practical_xpo`, `online_dpo` =
+`practical/greedy`, `sequence_dpo` = `sequence/greedy`); `add_scheme` and `add_class` extend
+the product from outside the package. An agent's α is either the
 constant `alpha` or a schedule of `rbx.schedules` chosen by `schedule` with its own
 parameters; a schedule's num_actions, horizon, beta and r_max (the learner's bound,
 `Task.r_max`) come from the environment and the number of steps (`prepare`), and κ and μ, when not given, are the instance's Assumption 1
@@ -11,6 +16,7 @@ and Algorithm 1's at the prompts a step did not sample the table `unsampled_solv
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -18,36 +24,17 @@ import jax
 
 from rbx import _checks, schedules
 from rbx.core import registry as reg
-from rbx.rlhf import (agents, analysis, assumptions, contextual, env as env_lib,
-                      linear_agents, policies, practical, sequences)
+from rbx.rlhf import analysis, assumptions, contextual, env as env_lib, schemes, sequences
+from rbx.rlhf.learners import CLASSES, PolicyClass, agent_name
 from rbx.rlhf.solver import SolverConfig
 
-SCHEDULE_PARAMS = {
-    "alpha": reg.real(low=0.0, doc="the constant α (schedule = \"constant\")"),
-    "schedule": reg.string(schedules.SCHEDULES, doc="the α_t schedule (rbx.schedules)"),
-    "nu": reg.real(low=0.0, doc="power: α_t = ν t^n"),
-    "n": reg.real(low=0.0, doc="power: the exponent n"),
-    "kappa": reg.real(doc="proposition3: Assumption 1's κ (default: the instance's at τ = 1, "
-                      "rbx.rlhf.assumptions.kappa)"),
-    "mu": reg.real(doc="appendix_e: Assumption 2's μ (default: the instance's, "
-                   "rbx.rlhf.assumptions.mu)"),
-    "scale": reg.real(low=0.0, doc="a schedule's multiplier"),
-}
-SOLVER = {"solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
-UNSAMPLED = {
-    "unsampled_solver": reg.table(doc="algorithm1's opt-in lazy re-solve: rbx.rlhf.SolverConfig "
-                                  "fields at the prompts a step did not sample (default: none, "
-                                  "`solver` at every prompt)"),
-    "full_solves": reg.integer(0, doc="unsampled prompts given `solver` each step, in rotation "
-                               "(>= |X| - 1: every prompt)")}
-POLICY = reg.vector(doc="a policy, shape (A,) or (X, A)")
 
 
 def prepare(params: dict[str, Any], env: env_lib.PreferenceEnv, steps: int) -> dict[str, Any]:
   """Declared agent parameters -> constructor arguments: `schedule` and its parameters become
   the schedule α_t; the `solver` table becomes a `SolverConfig`."""
   sched = params.pop("schedule", "constant")
-  given = {k: params.pop(k) for k in SCHEDULE_PARAMS if k in params}
+  given = {k: params.pop(k) for k in schemes.PARAMS if k in params}
   if sched != "constant" or "alpha" in given:
     make = schedules.SCHEDULES[_checks.choice("schedule", sched, schedules.SCHEDULES)]
     args = inspect.signature(make).parameters
@@ -118,8 +105,8 @@ FAMILY.env("random_instance", _random_instance, {
     "r_max": ENV_RMAX, "deviation": reg.real(doc="π_ref's distance from π_HF"),
     "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER})
 FAMILY.env("custom", env_lib.make_env, {
-    "r_star": reg.vector(), "pi_ref": POLICY, "beta": ENV_BETA, "r_max": ENV_RMAX,
-    "rho": reg.vector(), "pi_cal": POLICY, "learner_r_max": ENV_LEARNER})
+    "r_star": reg.vector(), "pi_ref": schemes.POLICY, "beta": ENV_BETA, "r_max": ENV_RMAX,
+    "rho": reg.vector(), "pi_cal": schemes.POLICY, "learner_r_max": ENV_LEARNER})
 
 
 def _contextual(num_prompts=100, num_actions=10, dim=16, beta=0.5, r_max=4.0, deviation=1.0,
@@ -165,53 +152,43 @@ FAMILY.env("hard_sequences", _hard_sequences,
            {**SEQUENCE_ENV, "epsilon": reg.real(doc="π_ref's mass on each token of y*(x): "
                                                 "π_ref(y*|x) = ε^L")})
 
-FAMILY.agent("algorithm1", agents.algorithm1,
-             {**SCHEDULE_PARAMS, "pi_init": POLICY, "pi_prev_init": POLICY, **SOLVER, **UNSAMPLED})
-FAMILY.agent("vpo", agents.vpo, {**SCHEDULE_PARAMS, "pi_cal": POLICY, "pi_init": POLICY, **SOLVER})
-FAMILY.agent("modified", agents.modified,
-             {**SCHEDULE_PARAMS, "pi_cal": POLICY, "pi_init": POLICY, **SOLVER})
-FAMILY.agent("xpo", agents.xpo, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
-FAMILY.agent("selm", agents.selm, {**SCHEDULE_PARAMS, "pi_init": POLICY, **SOLVER})
-FAMILY.agent("greedy", agents.greedy, {"pi_init": POLICY, **SOLVER})
 
-FAMILY.agent("linear_algorithm1", linear_agents.algorithm1, {**SCHEDULE_PARAMS, **SOLVER})
-FAMILY.agent("linear_vpo", linear_agents.vpo, {**SCHEDULE_PARAMS, "pi_cal": POLICY, **SOLVER})
-FAMILY.agent("linear_xpo", linear_agents.xpo, {**SCHEDULE_PARAMS, **SOLVER})
-FAMILY.agent("linear_greedy", linear_agents.greedy, SOLVER)
+def _register(policy_class: PolicyClass, scheme: str) -> None:
+  """Registers `policy_class`'s agent of the row `scheme` as "class/scheme", with today's
+  name as its alias (the tabular class's: the scheme's own; the others': "class_scheme")."""
+  row = schemes.SCHEMES[scheme]
+  name = agent_name(policy_class.name, scheme)
+  FAMILY.agent(name, functools.partial(policy_class.make, scheme, **policy_class.defaults(row)),
+               policy_class.params(row), doc=f"{row.doc or scheme}; {policy_class.doc}")
+  FAMILY.alias(scheme if policy_class.name == "tabular" else f"{policy_class.name}_{scheme}",
+               name)
 
-PRACTICAL = {
-    "policy": reg.string(policies.POLICIES, doc="the parametric policy (rbx.rlhf.policies)"),
-    "optimizer": reg.string(practical.OPTIMIZERS, doc="the optax optimiser over θ"),
-    "learning_rate": reg.real(low=0.0, doc="the optimiser's learning rate"),
-    "train_steps": reg.integer(1, doc="optimiser steps per round"),
-    "clip": reg.boolean(doc="bound the implicit reward to the box [0, r_max], smoothly"),
-    "l2": reg.real(low=0.0, doc="λ of the penalty (λ/2)‖θ − θ_ref‖²"),
-    "pi_init": POLICY,
-    "data": reg.string(practical.DATA, doc="the DPO term: win counts (|X| A² a step) or a buffer "
-                       "of the comparisons (the horizon's, at their prompts only)")}
-CAL_SAMPLES = {"cal_samples": reg.integer(0, optional=True,
-                                          doc="draws estimating E_{π_cal} (0: the round's)"),
-               "cal_prompts": reg.integer(1, optional=True,
-                                          doc="the bonus at k prompts drawn from ρ, exact over "
-                                          "the answers (with cal_samples unset; default: all)")}
-FAMILY.agent("practical_algorithm1", practical.algorithm1,
-             {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES, "pi_prev_init": POLICY})
-FAMILY.agent("practical_vpo", practical.vpo,
-             {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES, "pi_cal": POLICY})
-FAMILY.agent("practical_xpo", practical.xpo, {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES})
-FAMILY.agent("practical_selm", practical.selm, {**SCHEDULE_PARAMS, **PRACTICAL, **CAL_SAMPLES})
-FAMILY.agent("online_dpo", practical.online_dpo, PRACTICAL)
 
-SEQUENCE = {
-    **{k: PRACTICAL[k] for k in ("optimizer", "learning_rate", "train_steps", "l2", "data")},
-    "policy": reg.string(sequences.POLICIES, doc="the autoregressive policy (rbx.rlhf.sequences)"),
-    "hidden": reg.integer(1, optional=True, doc="the neural policy's width")}
-FAMILY.agent("sequence_algorithm1", sequences.algorithm1,
-             {**SCHEDULE_PARAMS, **SEQUENCE, **CAL_SAMPLES})
-FAMILY.agent("sequence_vpo", sequences.vpo,
-             {**SCHEDULE_PARAMS, **SEQUENCE, **CAL_SAMPLES, "pi_cal": POLICY})
-FAMILY.agent("sequence_xpo", sequences.xpo, {**SCHEDULE_PARAMS, **SEQUENCE, **CAL_SAMPLES})
-FAMILY.agent("sequence_selm", sequences.selm, {**SCHEDULE_PARAMS, **SEQUENCE, **CAL_SAMPLES})
-FAMILY.agent("sequence_dpo", sequences.online_dpo, SEQUENCE)
+def add_scheme(name: str, scheme: schemes.Scheme) -> None:
+  """Adds the row `name` to the scheme table and registers it on every policy class
+  ("class/name"). ValueError for a name the table has."""
+  if name in schemes.SCHEMES or "/" in name:
+    raise ValueError(f"scheme name {name!r} is taken or has a '/': the table has "
+                     f"{list(schemes.SCHEMES)}")
+  schemes.SCHEMES[name] = scheme
+  for policy_class in CLASSES.values():
+    _register(policy_class, name)
+
+
+def add_class(policy_class: PolicyClass) -> None:
+  """Adds a policy class and registers its agent of every scheme ("class/scheme")."""
+  if policy_class.name in CLASSES or "/" in policy_class.name:
+    raise ValueError(f"policy class name {policy_class.name!r} is taken or has a '/': the "
+                     f"classes are {list(CLASSES)}")
+  CLASSES[policy_class.name] = policy_class
+  for scheme in schemes.SCHEMES:
+    _register(policy_class, scheme)
+
+
+for _class in CLASSES.values():
+  for _scheme in schemes.SCHEMES:
+    _register(_class, _scheme)
+FAMILY.alias("online_dpo", "practical/greedy")
+FAMILY.alias("sequence_dpo", "sequence/greedy")
 
 get = FAMILY.get_agent

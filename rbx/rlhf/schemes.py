@@ -17,12 +17,12 @@ no-exploration control. "fixed" is a calibration policy given to the agent, by d
 task's `pi_cal` (Example 1's (1 − 2p, p, p), else π_ref). The α column is what the paper
 analyses; every agent accepts a schedule or a constant.
 
-Every policy class builds its agents from a `Scheme` — the tabular exact agents
-(`rbx.rlhf.agents`), the shared-linear-reward exact agents (`rbx.rlhf.linear_agents`) and the
-DPO-form losses (`rbx.rlhf.practical`) — by naming its own policies ("previous", "current",
-"reference", "calibration" for the answers; "current", "fixed", "reference" for π_cal) and
-calling `answers`, `calibration_policy` and `alpha_schedule` — or, the tabular agents, by
-carrying the row as data (`Scheme.indices`), so that their schemes share one program.
+Every policy class (`rbx.rlhf.learners`) builds its agent of any row: it names its own
+policies ("previous", "current", "reference", "calibration" for the answers; "current",
+"fixed", "reference" for π_cal) and calls `draw`, `calibration_policy` and `alpha_schedule` —
+or, the tabular class, carries the row as data (`Scheme.indices`), so that its schemes share
+one program. A new scheme is one row: `rbx.rlhf.registry.add_scheme` registers it on every
+class. The α parameters every bonus scheme declares (`PARAMS`) are here too.
 """
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ from typing import Any, NamedTuple
 import chex
 import jax
 
-from rbx import schedules
+from rbx import _checks, schedules
+from rbx.core import registry as reg
 
 ANSWER_SOURCES = ("previous", "current", "reference", "calibration")
 CALIBRATIONS = ("current", "fixed", "reference")
@@ -47,11 +48,25 @@ class Scheme(NamedTuple):
     calibration: π_cal of the bonus α_t J*(r; π_cal): "current" (π^(t), so it moves every
       round), "fixed" or "reference".
     bonus: False: α ≡ 0 (π_cal then plays no part).
+    doc: one line for messages and the registry (the paper's name and equations).
   """
   first: str
   second: str
   calibration: str
   bonus: bool = True
+  doc: str = ""
+
+  @property
+  def draws_calibration(self) -> bool:
+    """a2 is drawn from π_cal itself, so the round's a2 is a sample of E_{π_cal} (the
+    practical agents' `cal_samples=0`)."""
+    return (self.second, self.calibration) in (("current", "current"), ("reference", "reference"),
+                                               ("calibration", "fixed"))
+
+  @property
+  def fixed_calibration(self) -> bool:
+    """The scheme reads a fixed π_cal given to the agent (its `pi_cal`)."""
+    return self.calibration == "fixed" or self.second == "calibration"
 
   def indices(self) -> tuple[int, int, int]:
     """The row as data: a1's and a2's policies as indices into `ANSWER_SOURCES`, π_cal's into
@@ -61,13 +76,38 @@ class Scheme(NamedTuple):
 
 
 SCHEMES: dict[str, Scheme] = {
-    "algorithm1": Scheme("previous", "current", "current"),
-    "vpo": Scheme("current", "current", "fixed"),
-    "modified": Scheme("current", "calibration", "fixed"),
-    "xpo": Scheme("current", "reference", "reference"),
-    "selm": Scheme("current", "reference", "reference"),
-    "greedy": Scheme("current", "current", "reference", bonus=False),
+    "algorithm1": Scheme("previous", "current", "current",
+                         doc="Algorithm 1, uncertainty-based exploration (3.2a)/(3.2b)"),
+    "vpo": Scheme("current", "current", "fixed", doc="VPO (3.1a)/(3.1b)"),
+    "modified": Scheme("current", "calibration", "fixed",
+                       doc="section 3.2's modified scheme, a2 ~ a fixed π_cal"),
+    "xpo": Scheme("current", "reference", "reference", doc="XPO (Xie et al. 2025)"),
+    "selm": Scheme("current", "reference", "reference",
+                   doc="SELM (Zhang et al. 2025): XPO in this model"),
+    "greedy": Scheme("current", "current", "reference", bonus=False,
+                     doc="online MLE (online DPO), no exploration: the control"),
 }
+"""The table, by name; `rbx.rlhf.registry.add_scheme` adds a row."""
+
+PARAMS = {
+    "alpha": reg.real(low=0.0, doc="the constant α (schedule = \"constant\")"),
+    "schedule": reg.string(schedules.SCHEDULES, doc="the α_t schedule (rbx.schedules)"),
+    "nu": reg.real(low=0.0, doc="power: α_t = ν t^n"),
+    "n": reg.real(low=0.0, doc="power: the exponent n"),
+    "kappa": reg.real(doc="proposition3: Assumption 1's κ (default: the instance's at τ = 1, "
+                      "rbx.rlhf.assumptions.kappa)"),
+    "mu": reg.real(doc="appendix_e: Assumption 2's μ (default: the instance's, "
+                   "rbx.rlhf.assumptions.mu)"),
+    "scale": reg.real(low=0.0, doc="a schedule's multiplier"),
+}
+"""The α_t parameters of a scheme with a bonus (`rbx.rlhf.registry.prepare` makes the schedule)."""
+POLICY = reg.vector(doc="a policy, shape (A,) or (X, A)")
+"""A policy parameter (π_init, π_cal): a vector or a table of them."""
+
+
+def alpha_params(scheme: Scheme) -> dict[str, reg.Param]:
+  """`PARAMS` if the scheme has a bonus, else none."""
+  return dict(PARAMS) if scheme.bonus else {}
 
 
 def alpha_schedule(scheme: Scheme, alpha: schedules.Schedule | float) -> schedules.Schedule:
@@ -75,6 +115,11 @@ def alpha_schedule(scheme: Scheme, alpha: schedules.Schedule | float) -> schedul
   if not scheme.bonus:
     return schedules.constant(0.0)
   return alpha if callable(alpha) else schedules.constant(alpha)
+
+
+def get(name: str) -> Scheme:
+  """The row `name` of `SCHEMES`; ValueError naming the known ones."""
+  return SCHEMES[_checks.choice("scheme", name, SCHEMES)]
 
 
 def answers(keys: chex.Array, scheme: Scheme,

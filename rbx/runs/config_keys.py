@@ -42,6 +42,10 @@ def reference() -> str:
     lines += ["", f"## Family `{name}`", "", f"`family = \"{name}\"`. Environments ([env] "
               f"`name`): {_names(envs)}. Agents ([agent] `name`, or [grid] `agent = [...]`): "
               f"{_names(agents)}."]
+    aliases = family.agents.aliases
+    if aliases:
+      lines += ["", "Other names (aliases): " + ", ".join(
+          f"`{alias}` = `{name}`" for alias, name in aliases.items()) + "."]
     for what, table, entries in (("Environment", "env", envs), ("Agent", "agent", agents)):
       for entry in entries.values():
         params = (config_lib.env_params(family, entry.name) if table == "env"
@@ -60,7 +64,8 @@ def reference() -> str:
 
 def _own(entries: dict[str, Entry]) -> dict[str, Entry]:
   """The entries rbx registers (not a user's module's)."""
-  return {k: e for k, e in entries.items() if e.make.__module__.split(".")[0] == "rbx"}
+  return {k: e for k, e in entries.items()
+          if getattr(e.make, "func", e.make).__module__.split(".")[0] == "rbx"}   # or a partial
 
 
 def _names(entries: dict[str, Entry]) -> str:

@@ -238,8 +238,8 @@ def test_an_agent_that_breaks_the_protocol_is_told_it_before_anything_compiles(
 
 def test_python_and_toml_share_the_parameter_rule_and_the_messages():
   # a parameter another agent declares is ignored, as a config's [agent] table is filtered
-  assert rlhf.get("online_dpo", alpha=3.0).name == "online_dpo"
-  assert rlhf.get("algorithm1", alpha=jnp.float32(3.0)).name == "algorithm1"   # arrays pass
+  assert rlhf.get("online_dpo", alpha=3.0).name == "practical/greedy"
+  assert rlhf.get("algorithm1", alpha=jnp.float32(3.0)).name == "tabular/algorithm1"  # arrays pass
   text = textwrap.dedent("""
       family = "rlhf"
       seeds = [-1]

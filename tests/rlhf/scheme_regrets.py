@@ -31,7 +31,7 @@ def regrets() -> dict:
   tokens = sequences.random_sequences(jax.random.key(3), 3, 2, 2, 3, beta=0.5, r_max=2.0)
   out = {}
   for name in rlhf.FAMILY.agents:
-    on = tokens if name.startswith("sequence_") else env
+    on = tokens if name.startswith("sequence/") else env
     res = rlhf.sweep(lambda: (on, rlhf.get(name)), {}, seeds=SEEDS, steps=STEPS, devices=1,
                      seed_batch=SEEDS, progress=False)
     out[name] = res.regret.reshape(SEEDS, STEPS)

@@ -180,6 +180,6 @@ def test_negative_beta_and_practical_agents_at_beta0_are_rejected():
       make()
   env = rlhf.example1(beta=0.0)
   with pytest.raises(ValueError, match="beta"):
-    rlhf.practical.xpo().init(None, env.spec, 10)
+    rlhf.get("practical/xpo").init(None, env.spec, 10)
   with pytest.raises(ValueError, match="beta"):             # the env closed over: concrete β
-    rlhf.sweep(lambda: (env, rlhf.practical.online_dpo()), {}, seeds=1, steps=2)
+    rlhf.sweep(lambda: (env, rlhf.get("practical/greedy")), {}, seeds=1, steps=2)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from rbx import rlhf
-from rbx.rlhf import contextual, policies, practical
+from rbx.rlhf import contextual
+from rbx.rlhf.learners import policies, practical
 from rbx.rlhf.env import Prompt, Query
 
 
@@ -71,7 +72,7 @@ def test_xpo_loss_is_trls_on_a_hand_computed_case():
     logits = (lp[1] - log_ref[0, 1]) - (lp[0] - log_ref[0, 0])
     return -jax.nn.log_sigmoid(beta * logits) + alpha_trl * lp[1]
   env = rlhf.make_env([1.0, 0.0, 0.0], [.2, .4, .4], beta, 3.0)
-  agent = practical.xpo(alpha_trl / beta, optimizer="sgd", learning_rate=0.1, train_steps=1,
+  agent = practical.make("xpo", alpha_trl / beta, optimizer="sgd", learning_rate=0.1, train_steps=1,
                         pi_init=[.5, .3, .2], l2=0.0)
   state = agent.init(jax.random.key(0), env.spec, 10)
   query = Query(jnp.int32(0), jnp.int32(1), state.log_pi)
@@ -146,9 +147,9 @@ def test_tabular_policy_matches_the_exact_solver_agents_where_the_box_is_inactiv
   x = int(obs.x)
   assert np.all(np.ptp(exact.r[:, x], axis=-1) < task.r_max - 0.01), "the box is active"
   fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1, l2=0.0)
-  agents = [practical.algorithm1(alpha, cal_samples=None, **fit),
-            practical.vpo(alpha, cal_samples=None, **fit),
-            practical.xpo(alpha, cal_samples=None, **fit), practical.online_dpo(**fit)]
+  agents = [practical.make("algorithm1", alpha, cal_samples=None, **fit),
+            practical.make("vpo", alpha, cal_samples=None, **fit),
+            practical.make("xpo", alpha, cal_samples=None, **fit), practical.make("greedy", **fit)]
   for i, agent in enumerate(agents):
     state = agent.init(key, task, 10)._replace(data=wins)
     new = jax.jit(agent.update)(key, state, obs, query, True, task)
@@ -166,8 +167,8 @@ def test_each_exact_agent_matches_its_practical_scheme(prefilled, scheme):
   exact_agent = rlhf.greedy(pi_init=pi1) if scheme == "greedy" else rlhf.get(scheme, alpha=2.0,
                                                                              pi_init=pi1)
   fit = dict(train_steps=2000, learning_rate=0.03, pi_init=pi1, l2=0.0)
-  prac = (practical.online_dpo(**fit) if scheme == "greedy" else
-          getattr(practical, scheme)(2.0, cal_samples=None, **fit))
+  prac = (practical.make("greedy", **fit) if scheme == "greedy" else
+          practical.make(scheme, 2.0, cal_samples=None, **fit))
   s_exact = exact_agent.init(key, task, 10)._replace(wins=wins)
   query = Query(jnp.int32(1), jnp.int32(2), s_exact.log_pi)
   exact = jax.jit(exact_agent.update)(key, s_exact, obs, query, False, task)
@@ -237,7 +238,7 @@ def test_the_bonus_at_prompts_drawn_from_rho_is_exact_when_rho_is_a_point_mass()
                       rho=[0.0, 1.0])
   ends = []
   for cal_prompts in (None, 3):
-    agent = practical.algorithm1(2.0, cal_samples=None, cal_prompts=cal_prompts, train_steps=20,
+    agent = practical.make("algorithm1", 2.0, cal_samples=None, cal_prompts=cal_prompts, train_steps=20,
                                  pi_init=[[.2, .5, .3], [.6, .1, .3]])
     state = agent.init(jax.random.key(0), env.spec, 5)
     query = Query(jnp.int32(0), jnp.int32(2), state.log_pi)
@@ -288,19 +289,19 @@ def test_practical_agents_sweep_by_name_on_a_contextual_environment():
     (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), [1.0, np.inf], 0.5, 1.0), "theta_star"),
     (lambda: rlhf.random_contextual(jax.random.key(0), 0, 3, 2, 0.5, 1.0), "num_prompts"),
     (lambda: rlhf.random_contextual(jax.random.key(0), 4, 3, 2, 0.0, 1.0), "beta"),
-    (lambda: practical.xpo(learning_rate=0.0), "learning_rate"),
-    (lambda: practical.xpo(train_steps=0), "train_steps"),
-    (lambda: practical.xpo(optimizer="adamx"), "optimizer"),
-    (lambda: practical.xpo(policy="linear"), "policy"),
-    (lambda: practical.xpo(cal_samples=-1), "cal_samples"),
-    (lambda: practical.xpo(data="list"), "data"),
-    (lambda: practical.xpo(cal_prompts=0, cal_samples=None), "cal_prompts"),
-    (lambda: practical.xpo(cal_prompts=4), "cal_samples"),
-    (lambda: practical.online_dpo(l2=-1.0), "l2"),
-    (lambda: practical.vpo(cal_samples=0), "cal_samples"),
-    (lambda: practical.xpo(policy="loglinear", pi_init=[.5, .5]), "pi_init"),
-    (lambda: practical.algorithm1(alpha=-1.0), "alpha"),
-    (lambda: practical.online_dpo(policy="loglinear").init(None, rlhf.example1().spec, 5),
+    (lambda: practical.make("xpo", learning_rate=0.0), "learning_rate"),
+    (lambda: practical.make("xpo", train_steps=0), "train_steps"),
+    (lambda: practical.make("xpo", optimizer="adamx"), "optimizer"),
+    (lambda: practical.make("xpo", policy="linear"), "policy"),
+    (lambda: practical.make("xpo", cal_samples=-1), "cal_samples"),
+    (lambda: practical.make("xpo", data="list"), "data"),
+    (lambda: practical.make("xpo", cal_prompts=0, cal_samples=None), "cal_prompts"),
+    (lambda: practical.make("xpo", cal_prompts=4), "cal_samples"),
+    (lambda: practical.make("greedy", l2=-1.0), "l2"),
+    (lambda: practical.make("vpo", cal_samples=0), "cal_samples"),
+    (lambda: practical.make("xpo", policy="loglinear", pi_init=[.5, .5]), "pi_init"),
+    (lambda: practical.make("algorithm1", alpha=-1.0), "alpha"),
+    (lambda: practical.make("greedy", policy="loglinear").init(None, rlhf.example1().spec, 5),
      "features"),
 ])
 def test_bad_input_is_a_value_error_naming_the_field(call, field):
@@ -313,9 +314,9 @@ def test_bad_input_is_a_value_error_naming_the_field(call, field):
 def test_practical_vpo_and_xpo_losses_fail_as_propositions_1_and_2_say(example):
   # The events of Propositions 1-2 for the practical losses (tabular policy, no box, λ = 0).
   env, agent, thr, bound, horizon = {
-      "example1": (rlhf.example1(0.0, 0.5, 3.0), practical.vpo, 0.5, 4 / (9 * np.e), 201),
-      "example2": (rlhf.example2(200.0, 1.0, 6.0), practical.xpo, 0.01, 1 / 64, 200)}[example]
-  res = rlhf.sweep(lambda alpha: (env, agent(alpha, l2=0.0)), {"alpha": [0.1, 10.0]}, seeds=128,
+      "example1": (rlhf.example1(0.0, 0.5, 3.0), "vpo", 0.5, 4 / (9 * np.e), 201),
+      "example2": (rlhf.example2(200.0, 1.0, 6.0), "xpo", 0.01, 1 / 64, 200)}[example]
+  res = rlhf.sweep(lambda alpha: (env, rlhf.get(f"practical/{agent}", alpha=alpha, l2=0.0)), {"alpha": [0.1, 10.0]}, seeds=128,
                    steps=horizon)
   stuck = (res.regret[..., 1:] >= thr).all(axis=-1).mean(axis=-1)
   assert np.all(stuck >= bound), stuck
@@ -383,7 +384,7 @@ def test_the_box_keeps_its_gradients_and_reaches_the_optimum(counts):
   wins = jnp.asarray([counts], jnp.float32)
   query = Query(jnp.int32(1), jnp.int32(0), None)               # the round adds a1 ≻ a0
   total = wins.at[0, 1, 0].add(1.0)
-  agent = practical.online_dpo(clip=True, l2=0.0, pi_init=[0.9998, 1e-4, 1e-4],
+  agent = practical.make("greedy", clip=True, l2=0.0, pi_init=[0.9998, 1e-4, 1e-4],
                                train_steps=1000, learning_rate=0.05)
   state = agent.init(jax.random.key(0), task, 10)._replace(data=wins)
   dpo = lambda box, theta: practical.dpo_loss(box(jax.nn.log_softmax(theta), log_ref, 1.0, 6.0),
@@ -414,7 +415,7 @@ def test_the_default_objective_has_a_minimiser_and_the_unpenalised_one_none():
 
   def gaps(l2):
     """The reward gap after 3,000 steps and after 3,000 more (a tie adds no gradient)."""
-    agent = practical.xpo(2.0, cal_samples=None, train_steps=3000, **l2)
+    agent = practical.make("xpo", 2.0, cal_samples=None, train_steps=3000, **l2)
     update, state = jax.jit(agent.update), agent.init(jax.random.key(0), env.spec, 10)
     out = []
     for q in (query, query._replace(a1=jnp.int32(0), a2=jnp.int32(0))):
@@ -436,7 +437,7 @@ def test_algorithm1_with_the_exact_bonus_does_not_collapse_at_a_tie():
   # noise into full steps (π^(2) ≈ a point mass); with the default λ > α β max eig Cov_π the
   # start is a strict minimum and π^(2) = π^(1) = π_ref.
   env = rlhf.make_env(**ONE_PROMPT)
-  agent = practical.algorithm1(2.0, cal_samples=None, train_steps=200)
+  agent = practical.make("algorithm1", 2.0, cal_samples=None, train_steps=200)
   state = agent.init(jax.random.key(0), env.spec, 10)
   tie = Query(jnp.int32(0), jnp.int32(0), state.log_pi)
   new = jax.jit(agent.update)(jax.random.key(0), state, Prompt(jnp.int32(0)), tie, True, env.spec)
@@ -448,7 +449,7 @@ def test_algorithm1_with_the_exact_bonus_learns_on_the_one_prompt_instance():
   # Before (λ = 0): mean regret over t = 2..150 was 1.46 (16 seeds; π^(2) a point mass after
   # a tie); the exact `algorithm1` reaches 0.52; the default practical agent ≈ 0.05.
   env = rlhf.make_env(**ONE_PROMPT)
-  agent = practical.algorithm1(2.0, cal_samples=None, train_steps=200)
+  agent = practical.make("algorithm1", 2.0, cal_samples=None, train_steps=200)
   res = rlhf.sweep(lambda: (env, agent), {}, seeds=16, steps=150, progress=False)
   r = np.asarray(res.regret).reshape(16, 150)
   assert r[:, 1:].mean() < 0.3, r[:, 1:].mean()

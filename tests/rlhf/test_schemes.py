@@ -31,11 +31,12 @@ def test_every_registered_agent_keeps_its_recorded_regret():
 
 
 def test_the_table_is_the_papers():
-  t = schemes.SCHEMES
+  t = {name: row._replace(doc="") for name, row in schemes.SCHEMES.items()}
   assert t["algorithm1"] == schemes.Scheme("previous", "current", "current")
   assert t["vpo"] == schemes.Scheme("current", "current", "fixed")
   assert t["xpo"] == t["selm"] == schemes.Scheme("current", "reference", "reference")
   assert t["modified"] == schemes.Scheme("current", "calibration", "fixed")
+  assert [n for n, s in t.items() if s.draws_calibration] == ["algorithm1", "modified", "xpo", "selm"]
   assert not t["greedy"].bonus and all(s.bonus for n, s in t.items() if n != "greedy")
   assert schemes.alpha_schedule(t["greedy"], 3.0)(jnp.int32(5)) == 0.0
   assert schemes.alpha_schedule(t["xpo"], 3.0)(jnp.int32(5)) == 3.0
@@ -55,3 +56,83 @@ def test_answers_come_from_the_schemes_policies(name):
                                             "reference": lambda: 3})
   assert cal == {"current": 1, "fixed": 2, "reference": 3}[scheme.calibration]
 
+
+
+# --- The product of the table and the classes, extended from outside the package. ---
+
+@pytest.fixture
+def restored_registry():
+  """The scheme table, the classes and the registry as they were, after the test."""
+  from rbx import rlhf
+  from rbx.rlhf import learners
+  saved = [(d, dict(d)) for d in (schemes.SCHEMES, learners.CLASSES, rlhf.FAMILY.agents,
+                                  rlhf.FAMILY.agents.aliases)]
+  yield
+  for d, items in saved:
+    dict.clear(d)
+    dict.update(d, items)
+
+
+def _frozen_class():
+  """A policy class defined here: π^(t) = π_ref for ever; the answers from the row's sources
+  (all π_ref), so its regret is π_ref's at every step."""
+  from rbx.core import Agent
+  from rbx.rlhf.env import Query
+  from rbx.rlhf.learners import PolicyClass, agent_name
+
+  def make(scheme, alpha=1.0):
+    row = schemes.get(scheme)
+
+    def act(key, state, obs, task):
+      log_ref = jnp.log(task.pi_ref)
+      a1, a2 = schemes.answers(jax.random.split(key), row,
+                               {s: (lambda: log_ref[obs.x]) for s in schemes.ANSWER_SOURCES})
+      return state, Query(a1, a2, log_ref)
+
+    return Agent(agent_name("frozen", scheme), lambda key, task, horizon: jnp.zeros(()), act,
+                 lambda key, state, obs, query, a1_wins, task: state + 1)
+
+  return PolicyClass("frozen", make, lambda row: schemes.alpha_params(row), doc="π_ref")
+
+
+def test_a_scheme_and_a_class_added_from_outside_run_on_every_class(restored_registry):
+  from rbx import rlhf
+  from rbx.rlhf import sequences
+  # A copy of XPO's row under a new name runs as XPO on every class, bit for bit; a new row
+  # (both answers and π_cal from π_ref) runs too, and a class defined here runs every row.
+  rlhf.add_scheme("xpo_again", schemes.SCHEMES["xpo"]._replace(doc="XPO's row, renamed"))
+  rlhf.add_scheme("reference_pair", schemes.Scheme("reference", "reference", "reference"))
+  rlhf.add_class(_frozen_class())
+  env = rlhf.random_contextual(jax.random.key(3), 3, 4, 3, beta=0.5, r_max=2.0)
+  tokens = sequences.random_sequences(jax.random.key(3), 3, 2, 2, 3, beta=0.5, r_max=2.0)
+  for policy_class in ("tabular", "linear", "practical", "sequence", "frozen"):
+    on = tokens if policy_class == "sequence" else env
+    names = [f"{policy_class}/{s}" for s in ("xpo", "xpo_again", "reference_pair")]
+    res = rlhf.sweep(lambda agent: (on, rlhf.get(agent)), {"agent": names}, seeds=2, steps=6,
+                     progress=False)
+    xpo, again, pair = np.asarray(res.regret).reshape(3, 2, 6)
+    np.testing.assert_array_equal(again, xpo, err_msg=policy_class)
+    assert np.isfinite(pair).all(), policy_class
+    if policy_class == "frozen":
+      assert np.ptp(pair) == 0 and pair[0, 0] > 0        # π_ref's regret, every step
+    else:
+      assert np.ptp(xpo) > 0, policy_class                # the policy moved
+  assert rlhf.get("frozen/vpo").name == "frozen/vpo"
+  with pytest.raises(ValueError, match="taken"):
+    rlhf.add_scheme("xpo", schemes.SCHEMES["xpo"])
+
+
+def test_every_agent_is_a_class_and_a_scheme_and_todays_names_are_aliases():
+  from rbx import rlhf
+  from rbx.rlhf import learners
+  assert list(rlhf.FAMILY.agents) == [f"{c}/{s}" for c in learners.CLASSES for s in schemes.SCHEMES]
+  for old, new in {"algorithm1": "tabular/algorithm1", "linear_xpo": "linear/xpo",
+                   "practical_vpo": "practical/vpo", "online_dpo": "practical/greedy",
+                   "sequence_dpo": "sequence/greedy", "sequence_selm": "sequence/selm"}.items():
+    assert rlhf.get(old).name == new
+  # Options by row: α's only with a bonus, π_cal only with a fixed π_cal.
+  params = {name: rlhf.FAMILY.agents[name].params for name in rlhf.FAMILY.agents}
+  assert "alpha" not in params["linear/greedy"] and "alpha" in params["sequence/xpo"]
+  assert "pi_cal" in params["practical/modified"] and "pi_cal" not in params["practical/xpo"]
+  assert rlhf.FAMILY.agents["practical/vpo"].defaults()["cal_samples"] == 1
+  assert rlhf.FAMILY.agents["practical/xpo"].defaults()["cal_samples"] == 0

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from rbx import rlhf
-from rbx.rlhf import policies, practical, sequences
+from rbx.rlhf import sequences
+from rbx.rlhf.learners import policies, practical, sequence
 from rbx.rlhf.env import Prompt, Query
 from rbx.runs import config, experiment, store
 
@@ -81,11 +82,11 @@ def _perturbed(pol, task, key):
   return theta + jax.random.normal(key, theta.shape)
 
 
-@pytest.mark.parametrize("policy", sorted(sequences.POLICIES))
+@pytest.mark.parametrize("policy", sorted(sequence.POLICIES))
 def test_ancestral_samples_follow_the_enumerated_probabilities(policy):
   # Pearson's χ² over the V^L = 8 answers: below its 0.999 quantile with 7 degrees of freedom.
   env = _env(seed=2, V=2, L=3)
-  task, pol = env.spec, sequences.POLICIES[policy]()
+  task, pol = env.spec, sequence.POLICIES[policy]()
   theta = _perturbed(pol, task, jax.random.key(5))
   n, x = 20_000, jnp.int32(1)
   draws = jax.jit(jax.vmap(lambda k: pol.sample(k, theta, task, x)))(
@@ -109,7 +110,7 @@ def test_ancestral_samples_follow_the_enumerated_probabilities(policy):
 def test_one_token_tabular_is_the_practical_tabular_policy():
   env = _env(seed=4, X=3, V=4, L=1)
   task = env.spec
-  seq, flat = sequences.tabular(), policies.tabular()
+  seq, flat = sequence.tabular(), policies.tabular()
   theta = jax.random.normal(jax.random.key(0), (3, 4))
   np.testing.assert_allclose(seq.log_probs(theta[:, None], task), flat.log_probs(theta, task),
                              atol=1e-6)
@@ -133,11 +134,11 @@ def test_the_dpo_term_from_the_compared_answers_is_the_one_from_the_rows():
   # The buffer's DPO term from log π_θ of the compared answers (Policy.log_probs_of) against
   # the same agent reading whole rows: the same regret to float32 rounding.
   env = _env(seed=6, X=3, V=2, L=3, d=3)
-  pol = sequences.loglinear()
-  for name in ("online_dpo", "algorithm1"):
+  pol = sequence.loglinear()
+  for name in ("greedy", "algorithm1"):
     regret = [np.asarray(rlhf.sweep(lambda: (env, practical.build(
-        name, p, 1.0, 1 if name == "vpo" else 0, "adam", 0.1, 5, False, None, None, 1.0,
-        "buffer", None)), {}, seeds=3, steps=10, progress=False).regret)
+        name, name, p, 1.0, 0, "adam", 0.1, 5, False, None, None, 1.0, "buffer", None)), {},
+        seeds=3, steps=10, progress=False).regret)
         for p in (pol, pol._replace(log_probs_of=None))]
     assert np.ptp(regret[0]) > 0
     np.testing.assert_allclose(regret[0], regret[1], rtol=1e-4, atol=1e-6, err_msg=name)
@@ -197,12 +198,12 @@ def test_linear_agents_run_on_the_enumerated_answers_as_on_a_contextual_env():
      "theta_star"),
     (lambda: sequences.make_sequences(np.ones((2, 2, 3, 2, 1)), np.ones(1), 0.5, 1.0,
                                       ref_logits=np.ones((2, 2, 2, 2))), "ref_logits"),
-    (lambda: sequences.xpo(policy="transformer"), "policy"),
-    (lambda: sequences.xpo(hidden=8), "hidden"),
-    (lambda: sequences.neural(hidden=0), "hidden"),
-    (lambda: sequences.vpo(cal_samples=0), "cal_samples"),
-    (lambda: sequences.online_dpo(learning_rate=0.0), "learning_rate"),
-    (lambda: sequences.tabular().init(rlhf.example1().spec), "sequence environment"),
+    (lambda: sequence.make("xpo", policy="transformer"), "policy"),
+    (lambda: sequence.make("xpo", hidden=8), "hidden"),
+    (lambda: sequence.neural(hidden=0), "hidden"),
+    (lambda: sequence.make("vpo", cal_samples=0), "cal_samples"),
+    (lambda: sequence.make("greedy", learning_rate=0.0), "learning_rate"),
+    (lambda: sequence.tabular().init(rlhf.example1().spec), "sequence environment"),
 ])
 def test_bad_input_is_a_value_error_naming_the_field(call, field):
   with pytest.raises(ValueError, match=field):

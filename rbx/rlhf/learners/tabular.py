@@ -1,4 +1,5 @@
-"""Online RLHF exploration schemes as `rbx.core.Agent`s (`init`/`act`/`update`).
+"""The tabular exact policy class: the exploration schemes as `rbx.core.Agent`s
+(`init`/`act`/`update`) that solve the optimistic step exactly per prompt.
 
 Every scheme shares one loop (section 3 of the RLHF paper): at the prompt x ~ ρ the
 environment draws, `act` samples two answers; the environment's Bradley–Terry oracle compares
@@ -6,7 +7,8 @@ them; `update` adds the comparison to the win counts, re-fits the
 optimistic reward r^(t+1) = argmax_r ℓ(r, D^(t)) + α_t J*(r; π_cal) over [0, r_max]^A with
 `solve_optimistic`, and set π^(t+1) = π_{r^(t+1)} by (2.4). They differ only in where the
 two answers come from and which calibration policy π_cal the bonus uses: the table of
-`rbx.rlhf.schemes` (`algorithm1`, `vpo`, `modified`, `xpo`/`selm`, `greedy`).
+`rbx.rlhf.schemes` (`make`; the paper's rows by name: `algorithm1`, `vpo`, `modified`,
+`xpo`/`selm`, `greedy`).
 
 *One program for several schemes.* An agent carries its row of the table as data
 (`AgentState.scheme`), and with one prompt every scheme re-solves the same problem (the
@@ -46,9 +48,11 @@ import jax
 import jax.numpy as jnp
 
 from rbx import _checks, schedules
+from rbx.core import registry as reg
 from rbx.core.protocol import Agent
 from rbx.rlhf import objectives, schemes
 from rbx.rlhf.env import Prompt, Query, Task
+from rbx.rlhf.learners.base import PolicyClass, agent_name
 from rbx.rlhf.solver import SolverConfig, solve_optimistic
 
 
@@ -78,10 +82,54 @@ def algorithm1(alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_prev_in
                unsampled_solver: SolverConfig | None = None, full_solves: int = 2) -> Agent:
   """Algorithm 1 of the RLHF paper (uncertainty-based exploration):
   a1 ~ π^(t-1), a2 ~ π^(t); reward update (3.2a) with π_cal = π^(t) and α_t; policy (3.2b).
+  Arguments as `make`."""
+  return make("algorithm1", alpha, pi_init, pi_prev_init, None, solver, unsampled_solver,
+              full_solves)
+
+
+def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
+        solver: SolverConfig = SolverConfig()) -> Agent:
+  """VPO (3.1a)/(3.1b): a1, a2 ~ π^(t), a fixed calibration policy π_cal, constant α (a
+  schedule may be passed; the paper's VPO uses a constant). Arguments as `make`."""
+  return make("vpo", alpha, pi_init, None, pi_cal, solver)
+
+
+def modified(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
+             solver: SolverConfig = SolverConfig()) -> Agent:
+  """Section 3.2's modified scheme with a general fixed calibration policy: a1 ~ π^(t),
+  a2 ~ π_cal, reward update (3.1a) with that π_cal, policy (3.1b); XPO is π_cal = π_ref.
+  Proposition 2 shows it fails on Example 2 when π_cal = π_ref is far from π_HF."""
+  return make("modified", alpha, pi_init, None, pi_cal, solver)
+
+
+def xpo(alpha: schedules.Schedule | float = 1.0, pi_init=None,
+        solver: SolverConfig = SolverConfig()) -> Agent:
+  """XPO (Xie et al. 2025) in this model: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref (section 3.2)."""
+  return make("xpo", alpha, pi_init, solver=solver)
+
+
+def selm(alpha: schedules.Schedule | float = 1.0, pi_init=None,
+         solver: SolverConfig = SolverConfig()) -> Agent:
+  """SELM (Zhang et al. 2025): the same scheme as `xpo` in this model, as the paper notes."""
+  return make("selm", alpha, pi_init, solver=solver)
+
+
+def greedy(pi_init=None, solver: SolverConfig = SolverConfig()) -> Agent:
+  """Online MLE with no exploration bonus (α = 0): a1, a2 ~ π^(t); the control."""
+  return make("greedy", 0.0, pi_init, solver=solver)
+
+
+def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_prev_init=None,
+         pi_cal=None, solver: SolverConfig = SolverConfig(),
+         unsampled_solver: SolverConfig | None = None, full_solves: int = 2) -> Agent:
+  """The tabular exact agent of the scheme table's row `scheme` ("tabular/<scheme>").
 
   Args:
-    alpha: the schedule t -> α_t (see `rbx.schedules`) or a constant.
-    pi_init, pi_prev_init: π^(1) and π^(0), shape (A,) or (X, A); default π_ref.
+    scheme: a name in `rbx.rlhf.schemes.SCHEMES`.
+    alpha: the schedule t -> α_t (see `rbx.schedules`) or a constant (ignored without a bonus).
+    pi_init, pi_prev_init: π^(1) and π^(0), shape (A,) or (X, A); default π_ref and π^(1).
+    pi_cal: the fixed calibration policy (schemes with one), (A,) or (X, A); default the
+      task's `pi_cal` (Example 1's (1 − 2p, p, p), else π_ref).
     solver: settings of `solve_optimistic`.
     unsampled_solver: optional cheaper settings for the prompts the step did not sample, whose
       data did not change (module docstring: the lazy re-solve); None (default): `solver` at
@@ -90,52 +138,9 @@ def algorithm1(alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_prev_in
       in rotation, so that each prompt gets the full search at least every ⌈|X|/full_solves⌉
       steps; ≥ |X| − 1: every prompt.
   """
+  name = agent_name(CLASS_NAME, scheme)
+  scheme = schemes.get(scheme)
   _checks.positive_int("full_solves", full_solves, low=0)
-  return _make("algorithm1", alpha, pi_init, pi_prev_init, None, solver, unsampled_solver,
-               full_solves)
-
-
-def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
-        solver: SolverConfig = SolverConfig()) -> Agent:
-  """VPO (3.1a)/(3.1b): a1, a2 ~ π^(t), a fixed calibration policy π_cal, constant α.
-
-  `pi_cal` defaults to the environment's `pi_cal` (Example 1's (1 − 2p, p, p), else π_ref).
-  A schedule may be passed for `alpha`; the paper's VPO uses a constant.
-  """
-  return _make("vpo", alpha, pi_init, None, pi_cal, solver)
-
-
-def modified(alpha: schedules.Schedule | float = 1.0, pi_cal=None, pi_init=None,
-             solver: SolverConfig = SolverConfig()) -> Agent:
-  """Section 3.2's modified scheme with a general fixed calibration policy: a1 ~ π^(t),
-  a2 ~ π_cal, reward update (3.1a) with that π_cal, policy (3.1b); XPO is π_cal = π_ref.
-
-  `pi_cal` defaults to the environment's `pi_cal` (Example 1's (1 − 2p, p, p), else π_ref).
-  Proposition 2 shows it fails on Example 2 when π_cal = π_ref is far from π_HF.
-  """
-  return _make("modified", alpha, pi_init, None, pi_cal, solver)
-
-
-def xpo(alpha: schedules.Schedule | float = 1.0, pi_init=None,
-        solver: SolverConfig = SolverConfig()) -> Agent:
-  """XPO (Xie et al. 2025) in this model: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref (section 3.2)."""
-  return _make("xpo", alpha, pi_init, None, None, solver)
-
-
-def selm(alpha: schedules.Schedule | float = 1.0, pi_init=None,
-         solver: SolverConfig = SolverConfig()) -> Agent:
-  """SELM (Zhang et al. 2025): the same scheme as `xpo` in this model, as the paper notes."""
-  return xpo(alpha, pi_init, solver)._replace(name="selm")
-
-
-def greedy(pi_init=None, solver: SolverConfig = SolverConfig()) -> Agent:
-  """Online MLE with no exploration bonus (α = 0): a1, a2 ~ π^(t); the control."""
-  return _make("greedy", 0.0, pi_init, None, None, solver)
-
-
-def _make(name, alpha, pi_init, pi_prev_init, pi_cal, solver, unsampled_solver=None,
-          full_solves=0):
-  scheme = schemes.SCHEMES[name]
   schedule = schemes.alpha_schedule(scheme, alpha)
   # With a constant α and a calibration policy that does not move, a step changes only the
   # sampled prompt's problem (3.1a): the others keep their solutions (module docstring).
@@ -226,3 +231,28 @@ def _make(name, alpha, pi_init, pi_prev_init, pi_cal, solver, unsampled_solver=N
                           t=state.t + 1)
 
   return Agent(name, init, act, update)
+
+
+CLASS_NAME = "tabular"
+SOLVER = {"solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
+UNSAMPLED = {
+    "unsampled_solver": reg.table(doc="the opt-in lazy re-solve: rbx.rlhf.SolverConfig "
+                                  "fields at the prompts a step did not sample (default: none, "
+                                  "`solver` at every prompt)"),
+    "full_solves": reg.integer(0, doc="unsampled prompts given `solver` each step, in rotation "
+                               "(>= |X| - 1: every prompt)")}
+
+
+def params(scheme: schemes.Scheme) -> dict[str, reg.Param]:
+  """The options a config sets for the row: α's with a bonus, π_cal with a fixed one, π^(0)
+  where a1 ~ π^(t−1), the lazy re-solve where π_cal moves every step."""
+  return {**schemes.alpha_params(scheme),
+          **({"pi_cal": schemes.POLICY} if scheme.fixed_calibration else {}),
+          "pi_init": schemes.POLICY,
+          **({"pi_prev_init": schemes.POLICY} if scheme.first == "previous" else {}),
+          **SOLVER, **(UNSAMPLED if scheme.calibration == "current" else {})}
+
+
+CLASS = PolicyClass(CLASS_NAME, make, params,
+                    doc="π_r per prompt, the optimistic step solved exactly per prompt "
+                        "(solve_optimistic); every environment")

@@ -1,11 +1,13 @@
-"""Practical online RLHF: the exploration schemes as DPO-form losses on a parametric policy.
+"""The practical policy class: the exploration schemes as DPO-form losses on a parametric
+policy ("practical/<scheme>").
 
 Practitioners run online RLHF as losses on a policy (TRL's OnlineDPO and XPO trainers, SELM,
 oat): no reward model is solved to optimality, there is no box [0, r_max], and expectations
 are estimated from samples. In the bandit model the Bradley–Terry oracle and J(π*, r*) are
-exact, so these agents can be checked against the exact-solver agents of `rbx.rlhf.agents`.
+exact, so these agents can be checked against the exact-solver agents of
+`rbx.rlhf.learners.tabular`.
 
-**The loss form.** Let π_θ(a|x) be a parametric policy (`rbx.rlhf.policies`) and
+**The loss form.** Let π_θ(a|x) be a parametric policy (`rbx.rlhf.learners.policies`) and
 
     r_θ(x, a) = β log π_θ(a|x)/π_ref(a|x)
 
@@ -68,14 +70,15 @@ curvature there — α_t β λ_max(diag π^(t) − π^(t)π^(t)ᵀ) ≤ α_t β/
 
 **The schemes** (`rbx.rlhf.schemes`, with what each is in practice):
 
-================  ===========  ===========  ===================  ========================
-agent             a1 ~         a2 ~         π_cal                = in practice
-================  ===========  ===========  ===================  ========================
-`online_dpo`      π^(t)        π^(t)        — (α = 0)            TRL OnlineDPO, oat
-`xpo` / `selm`    π^(t)        π_ref        π_ref (sample a2)    TRL XPO, SELM
-`vpo`             π^(t)        π^(t)        fixed (k draws)      VPO
-`algorithm1`      π^(t−1)      π^(t)        π^(t) (sample a2)    Algorithm 1
-================  ===========  ===========  ===================  ========================
+====================  ===========  ===========  ===================  ========================
+agent                 a1 ~         a2 ~         π_cal                = in practice
+====================  ===========  ===========  ===================  ========================
+`practical/greedy`    π^(t)        π^(t)        — (α = 0)            TRL OnlineDPO, oat
+`practical/xpo`       π^(t)        π_ref        π_ref (sample a2)    TRL XPO, SELM
+`practical/vpo`       π^(t)        π^(t)        fixed (k draws)      VPO
+`practical/modified`  π^(t)        π_cal        fixed (sample a2)    —
+`practical/algorithm1`  π^(t−1)    π^(t)        π^(t) (sample a2)    Algorithm 1
+====================  ===========  ===========  ===================  ========================
 
 With π_cal = π_ref and one comparison, L is TRL's XPO loss −log σ(β Δ) + α_XPO log π_θ(y_ref)
 with α_XPO = α β, up to the constant −α β log π_ref(y_ref) (so the same gradient), and it is
@@ -94,8 +97,8 @@ only where it is exact over all prompts (`cal_samples=None`); the sampled estima
 key, weight 1/k each, the bonus on a batch's prompts as practitioners compute it, unbiased for
 E_{x∼ρ} — cost O(k A d). The deployed π^(t) is computed at every prompt once a round.
 
-**Other policies.** `build` makes any scheme's agent on any `rbx.rlhf.policies.Policy`. The
-autoregressive policies of `rbx.rlhf.sequences` (answers as token sequences) sample themselves
+**Other policies.** `build` makes any scheme's agent on any `rbx.rlhf.learners.policies.Policy`.
+The autoregressive policies of `rbx.rlhf.learners.sequence` (answers as token sequences) sample themselves
 (`Policy.sample`: the answers, and the bonus's draws from π^(t) or π_ref, by ancestral
 sampling; the state then keeps θ^(t−1) for Algorithm 1's a1) and give log π_θ of given answers
 (`Policy.log_probs_of`: the buffer's DPO term reads only the compared answers).
@@ -110,9 +113,12 @@ import jax.numpy as jnp
 import optax
 
 from rbx import _checks, schedules
+from rbx.core import registry as reg
 from rbx.core.protocol import Agent
-from rbx.rlhf import objectives, policies, schemes
+from rbx.rlhf import objectives, schemes
 from rbx.rlhf.env import Prompt, Query
+from rbx.rlhf.learners import policies
+from rbx.rlhf.learners.base import PolicyClass, agent_name
 
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
 L2 = 1.0
@@ -129,7 +135,7 @@ class PracticalState(NamedTuple):
   """State carried between rounds. Shapes: X prompts, A actions.
 
   Attributes:
-    params: the policy's parameters θ (`rbx.rlhf.policies`).
+    params: the policy's parameters θ (`rbx.rlhf.learners.policies`).
     opt_state: the optax state of the optimiser over θ.
     data: the comparisons D^(t): win counts `wins[x, a, b]` = times a was preferred over b at
       prompt x, (X, A, A) (`data="counts"`), or a `Comparisons` buffer (`data="buffer"`).
@@ -269,108 +275,63 @@ def loss(dpo, log_pi: chex.Array, log_ref: chex.Array, beta, alpha, pi_cal: chex
   return dpo - alpha * jnp.dot(weights, implicit_J_star(log_pi, log_ref, pi_cal, beta))
 
 
-def online_dpo(policy: str = "tabular", optimizer: str = "adam", learning_rate=0.1,
-               train_steps: int = 20, clip: bool = False, pi_init=None, l2=L2,
-               data: str = "counts") -> Agent:
-  """Online DPO (α = 0): a1, a2 ~ π^(t), `train_steps` optax steps on DPO(θ; D^(t)) per
-  round; the no-exploration control (the practical `rbx.rlhf.greedy`).
+def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
+         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
+         cal_samples: int | None = 0, clip: bool = False, pi_init=None, pi_prev_init=None,
+         pi_cal=None, l2=L2, data: str = "counts", cal_prompts: int | None = None) -> Agent:
+  """The DPO-form agent of the scheme table's row `scheme` ("practical/<scheme>"): a1 and a2
+  from the row's policies, `train_steps` optax steps on L(θ) of the row's π_cal and α_t per
+  round (`greedy`: online DPO, TRL's OnlineDPO; `xpo`: TRL's XPOTrainer, whose `alpha` is
+  α β here, and SELM's `optimistic_dpo_loss`, whose α is this α).
 
   Args:
-    policy: "tabular" or "loglinear" (`rbx.rlhf.policies`).
+    scheme: a name in `rbx.rlhf.schemes.SCHEMES`.
+    alpha: the schedule t -> α_t (`rbx.schedules`) or a constant (ignored without a bonus).
+    policy: "tabular" or "loglinear" (`rbx.rlhf.learners.policies`).
     optimizer: "adam" or "sgd" (optax), with `learning_rate` (traced: it can be swept).
     train_steps: optimiser steps per round.
+    cal_samples: the bonus's E_{π_cal}: 0 estimates it by the round's a2 (rows whose a2 is
+      drawn from π_cal: `Scheme.draws_calibration`; the registry's default there, else 1),
+      k ≥ 1 by k fresh draws at x_t, None exactly (module docstring).
     clip: bound the implicit reward to the box, smoothly (`clip_to_box`).
     pi_init: π^(1) of the tabular policy, (A,) or (X, A); default π_ref.
+    pi_prev_init: π^(0) (rows with a1 ~ π^(t−1)), default π^(1).
+    pi_cal: the fixed calibration policy (rows with one), default the task's.
     l2: λ ≥ 0 of the penalty (λ/2)‖θ − θ_ref‖² (module docstring: why it is on by default).
     data: the DPO term's form (module docstring, "Cost"): "counts" (win counts, O(|X| A²) a
       step; the default) or "buffer" (the comparisons one by one, O(T A d) for the log-linear
       policy at horizon T; the same loss to float32 rounding).
+    cal_prompts: with `cal_samples=None`, the exact E_{π_cal} at k prompts drawn from ρ instead
+      of all of them.
   """
-  return _make("online_dpo", 0.0, None, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, None, l2, data, None)
-
-
-def xpo(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
-        optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-        cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2,
-        data: str = "counts", cal_prompts: int | None = None) -> Agent:
-  """XPO's loss (Xie et al. 2025; TRL's XPOTrainer): a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref.
-
-  TRL's `alpha` is α β here. `cal_samples`: 0 estimates E_{π_ref} by the round's a2 (TRL's
-  y_ref), k ≥ 1 by k fresh draws at x_t, None exactly; `cal_prompts=k` (with
-  `cal_samples=None`) takes the exact E_{π_cal} at k prompts drawn from ρ instead of all of
-  them (module docstring). Other arguments as `online_dpo`.
-  """
-  return _make("xpo", alpha, cal_samples, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, None, l2, data, cal_prompts)
-
-
-def selm(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
-         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-         cal_samples: int | None = 0, clip: bool = False, pi_init=None, l2=L2,
-         data: str = "counts", cal_prompts: int | None = None) -> Agent:
-  """SELM's loss (Zhang et al. 2025, `optimistic_dpo_loss`): the same as `xpo` in this model
-  (SELM's α is this α)."""
-  return xpo(alpha, policy, optimizer, learning_rate, train_steps, cal_samples, clip,
-             pi_init, l2, data, cal_prompts)._replace(name="selm")
-
-
-def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None, policy: str = "tabular",
-        optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-        cal_samples: int | None = 1, clip: bool = False, pi_init=None, l2=L2,
-        data: str = "counts", cal_prompts: int | None = None) -> Agent:
-  """VPO's loss (Cen et al. 2025): a1, a2 ~ π^(t), a fixed calibration policy π_cal.
-
-  `pi_cal` defaults to the task's (Example 1's (1 − 2p, p, p), else π_ref). Neither answer is
-  drawn from π_cal, so `cal_samples` must be k ≥ 1 fresh draws or None (exact, over all
-  prompts or `cal_prompts` drawn from ρ). Other arguments as `xpo`.
-  """
-  return _make("vpo", alpha, cal_samples, policy, optimizer,
-               learning_rate, train_steps, clip, pi_init, None, pi_cal, l2, data, cal_prompts)
-
-
-def algorithm1(alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
-               optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
-               cal_samples: int | None = 0, clip: bool = False, pi_init=None,
-               pi_prev_init=None, l2=L2, data: str = "counts",
-               cal_prompts: int | None = None) -> Agent:
-  """Algorithm 1's loss: a1 ~ π^(t−1), a2 ~ π^(t), π_cal = π^(t) held fixed, α_t.
-
-  `cal_samples`: 0 estimates E_{π^(t)} by the round's a2, k ≥ 1 by k fresh draws at x_t, None
-  exactly. `pi_prev_init`: π^(0), default π^(1). Other arguments as `xpo`.
-  """
-  return _make("algorithm1", alpha, cal_samples, policy, optimizer, learning_rate,
-               train_steps, clip, pi_init, pi_prev_init, None, l2, data, cal_prompts)
+  make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
+  if policy == "loglinear" and pi_init is not None:
+    raise ValueError("pi_init is for policy='tabular'; the log-linear policy starts at π_ref")
+  pol = make_policy(pi_init) if policy == "tabular" else make_policy()
+  return build(agent_name(CLASS_NAME, scheme), scheme, pol, alpha, cal_samples, optimizer,
+               learning_rate, train_steps, clip, pi_prev_init, pi_cal, l2, data, cal_prompts)
 
 
 DATA = ("counts", "buffer")
 """The DPO term's forms: win counts (X, A, A) or a buffer of the comparisons (`Comparisons`)."""
 
 
-def _make(name, alpha, cal_samples, policy, optimizer, learning_rate, train_steps, clip,
-          pi_init, pi_prev_init, pi_cal, l2, data, cal_prompts) -> Agent:
-  make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
-  if policy == "loglinear" and pi_init is not None:
-    raise ValueError("pi_init is for policy='tabular'; the log-linear policy starts at π_ref")
-  pol = make_policy(pi_init) if policy == "tabular" else make_policy()
-  return build(name, pol, alpha, cal_samples, optimizer, learning_rate, train_steps, clip,
-               pi_prev_init, pi_cal, l2, data, cal_prompts)
-
-
-def build(name: str, pol: policies.Policy, alpha, cal_samples, optimizer, learning_rate,
-          train_steps, clip, pi_prev_init, pi_cal, l2, data, cal_prompts) -> Agent:
-  """The agent of scheme `name` ("online_dpo", "xpo", "selm", "vpo", "algorithm1") on the
-  policy `pol`; the other arguments as the constructors above. A policy with its own sampler
-  (`Policy.sample`: the autoregressive policies of `rbx.rlhf.sequences`, by ancestral
-  sampling) draws the answers, and the bonus's draws from π^(t) or π_ref, with it from θ; the
-  others by `jax.random.categorical` over their rows log π^(t)(·|x_t).
+def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples, optimizer,
+          learning_rate, train_steps, clip, pi_prev_init, pi_cal, l2, data,
+          cal_prompts) -> Agent:
+  """The agent `name` of the row `scheme_name` on the policy `pol`; the other arguments as `make`.
+  A policy with its own sampler (`Policy.sample`: the autoregressive policies of
+  `rbx.rlhf.learners.sequence`, by ancestral sampling) draws the answers, and the bonus's draws
+  from π^(t) or π_ref, with it from θ (those from a fixed π_cal by `jax.random.categorical`
+  over its rows); the others by `jax.random.categorical` over their rows log π^(t)(·|x_t).
   """
-  scheme = schemes.SCHEMES["greedy" if name == "online_dpo" else name]
+  scheme = schemes.get(scheme_name)
   schedule = schemes.alpha_schedule(scheme, alpha)
   own = pol.sample is not None
-  if scheme.calibration == "fixed" and cal_samples == 0:
-    raise ValueError("cal_samples=0 estimates E_{π_cal} by the round's answer drawn from π_cal, "
-                     "and VPO draws none from it: use cal_samples >= 1 or None (exact)")
+  if scheme.bonus and not scheme.draws_calibration and cal_samples == 0:
+    raise ValueError(f"cal_samples=0 estimates E_{{π_cal}} by the round's answer drawn from "
+                     f"π_cal, and {scheme_name} draws none from it: use cal_samples >= 1 or None "
+                     f"(exact)")
   if own and (clip or pi_prev_init is not None):
     raise ValueError(f"policy={pol.name!r} samples π_θ itself: clip (a whole-answer reweighting) "
                      "and pi_prev_init are for the policies over enumerated answers")
@@ -412,11 +373,18 @@ def build(name: str, pol: policies.Policy, alpha, cal_samples, optimizer, learni
                           log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32),
                           params_prev=params if own else None)
 
+  def log_fixed_cal(task):
+    """log π_cal of the rows with a fixed one, (X, A)."""
+    return jnp.log(task.pi_cal if pi_cal is None else jnp.broadcast_to(
+        jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape))
+
   def samplers(state, obs, task):
-    """key -> an answer at x_t drawn by the policy itself from θ^(t−1), θ^(t) and θ_ref."""
+    """key -> an answer at x_t drawn by the policy itself from θ^(t−1), θ^(t) and θ_ref (and
+    from the fixed π_cal's row by a categorical draw)."""
     draw = lambda params: lambda key: pol.sample(key, params, task, obs.x)
     return {"previous": draw(state.params_prev), "current": draw(state.params),
-            "reference": draw(pol.reference(task))}
+            "reference": draw(pol.reference(task)),
+            "calibration": lambda key: jax.random.categorical(key, log_fixed_cal(task)[obs.x])}
 
   def act(key, state: PracticalState, obs: Prompt, task):
     if own:
@@ -424,7 +392,8 @@ def build(name: str, pol: policies.Policy, alpha, cal_samples, optimizer, learni
     else:
       a1, a2 = schemes.answers(_keys(key)[:2], scheme, {
           "previous": lambda: state.log_pi_prev[obs.x], "current": lambda: state.log_pi[obs.x],
-          "reference": lambda: jnp.log(task.pi_ref)[obs.x]})
+          "reference": lambda: jnp.log(task.pi_ref)[obs.x],
+          "calibration": lambda: log_fixed_cal(task)[obs.x]})
     return state, Query(a1, a2, state.log_pi)
 
   def calibration_estimate(key, state, obs, query, task):
@@ -433,8 +402,7 @@ def build(name: str, pol: policies.Policy, alpha, cal_samples, optimizer, learni
     X, A = task.pi_ref.shape
     log_cal = schemes.calibration_policy(scheme, {
         "current": lambda: state.log_pi, "reference": lambda: jnp.log(task.pi_ref),
-        "fixed": lambda: jnp.log(task.pi_cal if pi_cal is None else jnp.broadcast_to(
-            jnp.asarray(pi_cal, jnp.float32), (X, A)))})
+        "fixed": lambda: log_fixed_cal(task)})
     if not scheme.bonus:                           # α ≡ 0: the bonus at no prompt
       return jnp.zeros(0, jnp.int32), jnp.zeros((0, A)), jnp.zeros(0)
     if cal_prompts is not None:                    # k prompts from ρ, exact over the answers
@@ -495,3 +463,39 @@ def build(name: str, pol: policies.Policy, alpha, cal_samples, optimizer, learni
                           params_prev=state.params if own else None)
 
   return Agent(name, init, act, update)
+
+
+CLASS_NAME = "practical"
+PARAMS = {
+    "policy": reg.string(policies.POLICIES, doc="the parametric policy (rbx.rlhf.learners.policies)"),
+    "optimizer": reg.string(OPTIMIZERS, doc="the optax optimiser over θ"),
+    "learning_rate": reg.real(low=0.0, doc="the optimiser's learning rate"),
+    "train_steps": reg.integer(1, doc="optimiser steps per round"),
+    "clip": reg.boolean(doc="bound the implicit reward to the box [0, r_max], smoothly"),
+    "l2": reg.real(low=0.0, doc="λ of the penalty (λ/2)‖θ − θ_ref‖²"),
+    "pi_init": schemes.POLICY,
+    "data": reg.string(DATA, doc="the DPO term: win counts (|X| A² a step) or a buffer "
+                       "of the comparisons (the horizon's, at their prompts only)")}
+CAL_SAMPLES = {"cal_samples": reg.integer(0, optional=True,
+                                          doc="draws estimating E_{π_cal} (0: the round's)"),
+               "cal_prompts": reg.integer(1, optional=True,
+                                          doc="the bonus at k prompts drawn from ρ, exact over "
+                                          "the answers (with cal_samples unset; default: all)")}
+
+
+def params(scheme: schemes.Scheme) -> dict[str, reg.Param]:
+  """The options a config sets for the row: α's and the bonus estimate's with a bonus, π_cal
+  with a fixed one, π^(0) where a1 ~ π^(t−1)."""
+  return {**schemes.alpha_params(scheme), **PARAMS, **(CAL_SAMPLES if scheme.bonus else {}),
+          **({"pi_cal": schemes.POLICY} if scheme.fixed_calibration else {}),
+          **({"pi_prev_init": schemes.POLICY} if scheme.first == "previous" else {})}
+
+
+def defaults(scheme: schemes.Scheme) -> dict:
+  """`cal_samples`: the round's a2 (0) where a2 ~ π_cal, else one fresh draw."""
+  return {"cal_samples": 0 if scheme.draws_calibration else 1} if scheme.bonus else {}
+
+
+CLASS = PolicyClass(CLASS_NAME, make, params, defaults,
+                    doc="a parametric π_θ (tabular, log-linear), the optimistic step as optax "
+                        "steps on a DPO-form loss; every environment (log-linear: features)")

@@ -1,4 +1,5 @@
-"""The exploration schemes of `rbx.rlhf.agents` over a shared linear reward r_θ = θᵀφ.
+"""The shared-linear exact policy class: the exploration schemes over one linear reward
+r_θ = θᵀφ for all prompts.
 
 On a contextual environment (`rbx.rlhf.contextual`, features φ(x, a) ∈ R^d) the tabular
 agents solve |X| separate bandits and cannot generalise across prompts. These agents keep one
@@ -10,9 +11,8 @@ z = φ(x, a+) − φ(x, a−) to the data (`rbx.rlhf.linear.LinearData`), re-fit
 with `rbx.rlhf.linear.search_linear` (K: reward range ≤ r_max at every prompt; how close to
 the global maximum: docs/linear_rlhf.md), and
 deploys π^(t+1) = π_{r_θ}, (2.4): log π(a|x) = log π_ref(a|x) + θᵀφ(x, a)/β − log Z(x)
-((3.1b)/(3.2b)). The answers and the calibration policy are the tabular agents', from the
-table of `rbx.rlhf.schemes`: `linear_algorithm1`, `linear_vpo`, `linear_xpo` and
-`linear_greedy` are its `algorithm1`, `vpo`, `xpo` and `greedy` rows.
+((3.1b)/(3.2b)). The answers and the calibration policy come from the table of
+`rbx.rlhf.schemes` (`make`: "linear/<scheme>" for every row).
 
 θ is shared, so every scheme re-solves one d-dimensional problem a step (not |X| of A
 dimensions): O(starts × iterations × (|X|·A·d + T·d²)) whatever t is (`rbx.rlhf.linear`).
@@ -29,9 +29,11 @@ import jax
 import jax.numpy as jnp
 
 from rbx import _checks, schedules
+from rbx.core import registry as reg
 from rbx.core.protocol import Agent
 from rbx.rlhf import schemes
 from rbx.rlhf.env import Prompt, Query
+from rbx.rlhf.learners.base import PolicyClass, agent_name
 from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
                              search_linear)
 from rbx.rlhf.solver import SolverConfig
@@ -61,47 +63,37 @@ class LinearState(NamedTuple):
     return self.basins[0]
 
 
-def algorithm1(alpha: schedules.Schedule | float = 1.0,
-               solver: SolverConfig = LINEAR_SOLVER) -> Agent:
-  """Algorithm 1 with a linear reward: a1 ~ π^(t−1), a2 ~ π^(t), π_cal = π^(t), α_t."""
-  return _make("linear_algorithm1", alpha, None, solver)
-
-
-def vpo(alpha: schedules.Schedule | float = 1.0, pi_cal=None,
-        solver: SolverConfig = LINEAR_SOLVER) -> Agent:
-  """VPO with a linear reward: a1, a2 ~ π^(t), a fixed π_cal (default the task's), constant α."""
-  return _make("linear_vpo", alpha, pi_cal, solver)
-
-
-def xpo(alpha: schedules.Schedule | float = 1.0, solver: SolverConfig = LINEAR_SOLVER) -> Agent:
-  """XPO with a linear reward: a1 ~ π^(t), a2 ~ π_ref, π_cal = π_ref."""
-  return _make("linear_xpo", alpha, None, solver)
-
-
-def greedy(solver: SolverConfig = LINEAR_SOLVER) -> Agent:
-  """Online MLE of the linear reward with no bonus (α = 0): a1, a2 ~ π^(t); the control."""
-  return _make("linear_greedy", 0.0, None, solver)
-
-
 def log_policy(theta, task):
   """log π_{r_θ} of (2.4) at every prompt, (X, A)."""
   return jax.nn.log_softmax(jnp.log(task.pi_ref) + rewards(theta, task.features) / task.beta,
                             axis=-1)
 
 
-def _make(name, alpha, pi_cal, solver):
-  scheme = schemes.SCHEMES[name.removeprefix("linear_")]
+def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
+         solver: SolverConfig = LINEAR_SOLVER) -> Agent:
+  """The shared-linear agent of the scheme table's row `scheme` ("linear/<scheme>").
+
+  Args:
+    scheme: a name in `rbx.rlhf.schemes.SCHEMES`.
+    alpha: the schedule t -> α_t (`rbx.schedules`) or a constant (ignored without a bonus).
+    pi_cal: the fixed calibration policy (schemes with one), (A,) or (X, A); default the task's.
+    solver: settings of `rbx.rlhf.linear.search_linear`.
+  """
+  name = agent_name(CLASS_NAME, scheme)
+  scheme = schemes.get(scheme)
   schedule = schemes.alpha_schedule(scheme, alpha)
   if not isinstance(solver, SolverConfig):
     raise ValueError(f"solver must be a rbx.rlhf.SolverConfig, got {type(solver).__name__}")
   if pi_cal is not None:
     _checks.probability("pi_cal", pi_cal)
 
+  def fixed_cal(task):
+    return task.pi_cal if pi_cal is None else jnp.broadcast_to(
+        jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
+
   def cal_policy(state: LinearState, task):
     return schemes.calibration_policy(scheme, {
-        "current": lambda: jnp.exp(state.log_pi),
-        "fixed": lambda: task.pi_cal if pi_cal is None else jnp.broadcast_to(
-            jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape),
+        "current": lambda: jnp.exp(state.log_pi), "fixed": lambda: fixed_cal(task),
         "reference": lambda: task.pi_ref})
 
   def init(key, task, horizon: int) -> LinearState:
@@ -122,7 +114,8 @@ def _make(name, alpha, pi_cal, solver):
     x = obs.x
     a1, a2 = schemes.answers(jax.random.split(key), scheme, {
         "previous": lambda: log_policy(state.theta_prev, _at(task, x)),
-        "current": lambda: state.log_pi[x], "reference": lambda: jnp.log(task.pi_ref[x])})
+        "current": lambda: state.log_pi[x], "reference": lambda: jnp.log(task.pi_ref[x]),
+        "calibration": lambda: jnp.log(fixed_cal(task)[x])})
     return state, Query(a1, a2, state.log_pi)
 
   def update(key, state: LinearState, obs: Prompt, query: Query, a1_wins, task):
@@ -151,3 +144,18 @@ def _carried(solver: SolverConfig) -> int:
 def _at(task, x):
   """The task's π_ref, φ and β at prompt x (for `log_policy` at one prompt)."""
   return task._replace(pi_ref=task.pi_ref[x], features=task.features[x])
+
+
+CLASS_NAME = "linear"
+
+
+def params(scheme: schemes.Scheme) -> dict[str, reg.Param]:
+  """The options a config sets for the row: α's with a bonus, π_cal with a fixed one."""
+  return {**schemes.alpha_params(scheme),
+          **({"pi_cal": schemes.POLICY} if scheme.fixed_calibration else {}),
+          "solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
+
+
+CLASS = PolicyClass(CLASS_NAME, make, params,
+                    doc="π_{θᵀφ}, one θ for all prompts, the optimistic step by search_linear; "
+                        "environments with features (contextual, sequences)")

@@ -1,4 +1,4 @@
-"""Parametric policies π_θ(a | x) for the practical (loss-based) agents of `rbx.rlhf.practical`.
+"""Parametric policies π_θ(a | x) for the practical (loss-based) agents of `rbx.rlhf.learners.practical`.
 
 A `Policy` is two pure functions, with its static sizes closed over by its constructor:
 
@@ -8,7 +8,7 @@ A `Policy` is two pure functions, with its static sizes closed over by its const
 
 Every prompt's row is normalised (a `log_softmax`), so the implicit reward
 r_θ(x, a) = β log π_θ(a|x)/π_ref(a|x) has Σ_a π_ref(a|x) e^{r_θ(x,a)/β} = 1 exactly, the
-identity the practical loss rests on (see `rbx.rlhf.practical`).
+identity the practical loss rests on (see `rbx.rlhf.learners.practical`).
 
 * `tabular`: free softmax logits per (prompt, action), θ ∈ R^(X×A), π_θ(·|x) = softmax(θ_x).
   It can represent every policy (θ_ref = log π_ref), so (up to the optimiser, with no ℓ2

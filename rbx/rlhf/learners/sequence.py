@@ -1,0 +1,233 @@
+"""The sequence policy class: the exploration schemes as DPO-form losses on autoregressive
+policies over token sequences ("sequence/<scheme>"), on the environments of
+`rbx.rlhf.sequences`.
+
+The policies (`tabular`, `loglinear`, `neural`) give log π_θ(y|x) of every enumerated answer
+and sample answers token by token (ancestral sampling, inside the jitted step); the DPO-form
+agents of `rbx.rlhf.learners.practical` run on them unchanged (`practical.build`: the implicit
+reward β log π_θ(y|x)/π_ref(y|x) of whole answers).
+"""
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbx import _checks, schedules
+from rbx.core import registry as reg
+from rbx.core.protocol import Agent
+from rbx.rlhf import schemes
+from rbx.rlhf.learners import practical
+from rbx.rlhf.learners.base import PolicyClass, agent_name
+from rbx.rlhf.learners.policies import Policy
+
+
+# The autoregressive policies: `rbx.rlhf.learners.policies.Policy`s over the enumerated answers that
+# sample themselves.
+
+def _sizes(task) -> tuple[int, int]:
+  """(V, L) of a `SequenceTask`; ValueError for a task without tokens."""
+  if not hasattr(task, "tokens"):
+    raise ValueError("the sequence policies need a sequence environment "
+                     "(rbx.rlhf.sequences: name = \"sequences\" or \"hard_sequences\")")
+  return task.ref_log_probs.shape[-1], task.tokens.shape[1]
+
+
+def autoregressive(name: str, init, reference, level, conditionals=None) -> Policy:
+  """The `Policy` of next-token log-probabilities `level(θ, task, xs, l, prefixes)`.
+
+  Args:
+    name: for messages. init, reference: task -> θ before round 1, and θ_ref (π_θ = π_ref).
+    level: log π_θ(y_{l+1} | x, y_1..y_l) for prompts xs (n,) and prefixes (m,) of length l
+      (a static int; their numbers among the V^l prefixes, `answers`' order), (n, m, V).
+    conditionals: a Markov policy's `conditionals(θ, task, xs, l)` (`markov`), or None. With
+      it `log_probs_of` reads n answers from one table of every prompt's conditionals,
+      (X, V+1, V) a level, when |X| ≤ n (a buffer longer than the prompts: one table instead
+      of n rows of V+1; the same sums to float32 rounding, a test).
+  Returns:
+    `log_probs_at(θ, task, xs)` = Σ_l log π_θ(y_{l+1} | x, y_1..y_l) for every answer, (n, V^L),
+    level by level (the prefixes of length l + 1 are those of length l times the V tokens);
+    `log_probs_of(θ, task, xs, ys)`, the same sum for given answers ys (n,) only, (n,); and
+    `sample(key, θ, task, x)`, one answer by ancestral sampling: L categorical draws, each
+    from the next-token log-probabilities at the prefix drawn so far.
+  """
+  def log_probs_at(params, task, xs) -> chex.Array:
+    V, L = _sizes(task)
+    total = jnp.zeros((xs.shape[0], 1))
+    for l in range(L):
+      total = (total[:, :, None] + level(params, task, xs, l, jnp.arange(V ** l))).reshape(
+          xs.shape[0], V ** (l + 1))
+    return total
+
+  def log_probs(params, task) -> chex.Array:
+    return log_probs_at(params, task, jnp.arange(task.rho.shape[0]))
+
+  def sample(key, params, task, x) -> chex.Array:
+    V, L = _sizes(task)
+    prefix = jnp.zeros((), jnp.int32)
+    for l, k in enumerate(jax.random.split(key, L)):
+      row = level(params, task, jnp.asarray(x)[None], l, prefix[None])[0, 0]
+      prefix = prefix * V + jax.random.categorical(k, row).astype(jnp.int32)
+    return prefix                                  # the answer's index: its length-L prefix
+
+  def log_probs_of(params, task, xs, ys) -> chex.Array:
+    V, L = _sizes(task)
+    if conditionals is not None and task.rho.shape[0] <= xs.shape[0]:
+      prompts = jnp.arange(task.rho.shape[0])
+      return sum(conditionals(params, task, prompts, l)[
+          xs, V if l == 0 else (ys // V ** (L - l)) % V, (ys // V ** (L - l - 1)) % V]
+          for l in range(L))
+
+    def one(x, y):                                 # Σ_l log π_θ(y_{l+1} | x, y_1..y_l)
+      return sum(level(params, task, x[None], l, (y // V ** (L - l))[None])[
+          0, 0, (y // V ** (L - l - 1)) % V] for l in range(L))
+    return jax.vmap(one)(xs, ys)
+
+  return Policy(name, init, log_probs, reference, log_probs_at, sample, log_probs_of)
+
+
+def markov(conditionals):
+  """`level` of a policy whose next token depends on the prefix through its last token only:
+  `conditionals(θ, task, xs, l)` -> log π_θ(· | x, l, y_{l}) for every previous token (BOS
+  at l = 0), (n, V+1, V)."""
+  def level(params, task, xs, l, prefixes):
+    V = task.ref_log_probs.shape[-1]
+    prev = jnp.full_like(prefixes, V) if l == 0 else prefixes % V
+    return conditionals(params, task, xs, l)[:, prev]
+  return level
+
+
+_reference_level = markov(lambda params, task, xs, l: task.ref_log_probs[xs, l])
+
+
+def tabular() -> Policy:
+  """One logit per (prompt, prefix, token): π_θ(y_{l+1} | x, y_1..y_l) = softmax(θ[x, p]) at
+  the prefix's row p, θ (X, P, V) with P = Σ_{l<L} V^l (level l's rows from (V^l − 1)/(V − 1),
+  in `answers`' order). Every policy over the answers is one; θ_ref holds π_ref's
+  conditionals. With L = 1 it is `rbx.rlhf.learners.policies.tabular` with θ of shape (X, 1, V)."""
+  def reference(task) -> chex.Array:
+    V, L = _sizes(task)
+    xs = jnp.arange(task.rho.shape[0])
+    return jnp.concatenate([_reference_level(None, task, xs, l, jnp.arange(V ** l))
+                            for l in range(L)], axis=1)
+
+  def level(theta, task, xs, l, prefixes):
+    V = task.ref_log_probs.shape[-1]
+    return jax.nn.log_softmax(theta[xs[:, None], (V ** l - 1) // (V - 1) + prefixes[None]], -1)
+
+  return autoregressive("tabular", reference, reference, level)
+
+
+def loglinear() -> Policy:
+  """π_θ(y_l | x, l, y_{l−1}) ∝ π_ref(y_l | x, l, y_{l−1}) exp(θᵀψ(x, l, y_{l−1}, y_l)/β) with
+  the task's token features ψ, θ ∈ R^d, θ = θ_ref = 0 at the start (π_θ = π_ref). Normalised
+  per token, so for L ≥ 2 it does not hold π* ∝ π_ref e^{r*/β} (whose conditionals carry the
+  value of the rest of the answer); with L = 1 it is `rbx.rlhf.learners.policies.loglinear`."""
+  def init(task) -> chex.Array:
+    _sizes(task)
+    return jnp.zeros(task.token_features.shape[-1], jnp.float32)
+
+  def conditionals(theta, task, xs, l):
+    return jax.nn.log_softmax(task.ref_log_probs[xs, l]
+                              + task.token_features[xs, l] @ theta / task.beta, axis=-1)
+
+  return autoregressive("loglinear", init, init, markov(conditionals), conditionals)
+
+
+HIDDEN = 32
+"""The neural policy's default width."""
+
+
+def neural(hidden: int = HIDDEN) -> Policy:
+  """A one-hidden-layer MLP added to π_ref's logits:
+
+      π_θ(y_l | x, l, y_{l−1}) = softmax(log π_ref(· | x, l, y_{l−1}) + W₂ h + b₂)(y_l),
+      h = tanh(E_x[x] + E_l[l] + E_y[y_{l−1}] + b₁),
+
+  with learned embeddings of the prompt, the position and the previous token (E_x (X, H),
+  E_l (L, H), E_y (V+1, H), drawn N(0, 1) from `jax.random.key(0)`), and W₂ = 0, b₂ = 0 at the
+  start, so π_θ = π_ref there; θ_ref is that start. θ is the parameters as one flat vector.
+
+  Args:
+    hidden: H ≥ 1.
+  """
+  _checks.positive_int("hidden", hidden)
+
+  def shapes(task):
+    V, L = _sizes(task)
+    X = task.rho.shape[0]
+    return {"prompt": (X, hidden), "position": (L, hidden), "previous": (V + 1, hidden),
+            "bias": (hidden,), "out": (hidden, V), "out_bias": (V,)}
+
+  def unflatten(theta, task):
+    parts, start = {}, 0
+    for name, shape in shapes(task).items():
+      size = int(np.prod(shape))
+      parts[name] = theta[start:start + size].reshape(shape)
+      start += size
+    return parts
+
+  def init(task) -> chex.Array:
+    keys = iter(jax.random.split(jax.random.key(0), 3))
+    return jnp.concatenate([
+        (jax.random.normal(next(keys), shape) if name in ("prompt", "position", "previous")
+         else jnp.zeros(shape)).ravel() for name, shape in shapes(task).items()])
+
+  def conditionals(theta, task, xs, l):
+    p = unflatten(theta, task)
+    h = jnp.tanh(p["prompt"][xs][:, None] + p["position"][l] + p["previous"][None] + p["bias"])
+    return jax.nn.log_softmax(task.ref_log_probs[xs, l] + h @ p["out"] + p["out_bias"], -1)
+
+  return autoregressive("neural", init, init, markov(conditionals), conditionals)
+
+
+POLICIES = {"tabular": tabular, "loglinear": loglinear, "neural": neural}
+
+
+def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
+         optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
+         cal_samples: int | None = 0, pi_cal=None, l2=practical.L2, data: str = "buffer",
+         cal_prompts: int | None = None, hidden: int | None = None) -> Agent:
+  """The agent of the scheme table's row `scheme` on an autoregressive policy
+  ("sequence/<scheme>"): answers by ancestral sampling (θ^(t−1) kept in the state where
+  a1 ~ π^(t−1)), the loss of `rbx.rlhf.learners.practical.make` on whole answers.
+
+  Args:
+    scheme: a name in `rbx.rlhf.schemes.SCHEMES`.
+    policy: "tabular", "loglinear" or "neural" (`POLICIES`).
+    data: "buffer" (the default here: win counts hold |X|·V^{2L} floats) or "counts".
+    pi_cal: the fixed calibration policy over whole answers (rows with one; default the
+      task's, π_ref), its draws from the enumeration.
+    hidden: the neural policy's width (policy="neural" only; default `HIDDEN`).
+    alpha, optimizer, learning_rate, train_steps, cal_samples, l2, cal_prompts: as
+      `rbx.rlhf.learners.practical.make`.
+  """
+  _checks.choice("policy", policy, POLICIES)
+  if hidden is not None and policy != "neural":
+    raise ValueError(f"hidden is the neural policy's width: set policy='neural' with it, "
+                     f"got policy={policy!r}")
+  pol = neural(HIDDEN if hidden is None else hidden) if policy == "neural" else POLICIES[policy]()
+  return practical.build(agent_name(CLASS_NAME, scheme), scheme, pol, alpha, cal_samples,
+                         optimizer, learning_rate, train_steps, False, None, pi_cal, l2, data,
+                         cal_prompts)
+
+
+CLASS_NAME = "sequence"
+PARAMS = {
+    **{k: practical.PARAMS[k] for k in ("optimizer", "learning_rate", "train_steps", "l2", "data")},
+    "policy": reg.string(POLICIES, doc="the autoregressive policy (rbx.rlhf.learners.sequence)"),
+    "hidden": reg.integer(1, optional=True, doc="the neural policy's width")}
+
+
+def params(scheme: schemes.Scheme) -> dict[str, reg.Param]:
+  """The options a config sets for the row: α's and the bonus estimate's with a bonus, π_cal
+  with a fixed one."""
+  return {**schemes.alpha_params(scheme), **PARAMS,
+          **(practical.CAL_SAMPLES if scheme.bonus else {}),
+          **({"pi_cal": schemes.POLICY} if scheme.fixed_calibration else {})}
+
+
+CLASS = PolicyClass(CLASS_NAME, make, params, practical.defaults,
+                    doc="an autoregressive π_θ (tabular, log-linear, neural) sampled token by "
+                        "token, the DPO-form loss; sequence environments")
