@@ -31,24 +31,18 @@ import gzip
 import json
 import re
 import tempfile
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import timing
 from rbx import rlhf
 from rbx.rlhf import registry as rlhf_registry, solver
 
 
 def best_ms(f, *args, repeats=5):
-  jax.block_until_ready(f(*args))
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(f(*args))
-    times.append(time.perf_counter() - start)
-  return 1e3 * min(times)
+  return 1e3 * min(timing.calls(f, *args, repeats=repeats)[1])
 
 
 def problems(A, n, seed=0):
