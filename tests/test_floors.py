@@ -214,3 +214,25 @@ def test_the_benchmarks_use_public_names_only():
   found = {str(path.relative_to(BENCHMARKS)): private_names(path.read_text())
            for path in sorted(BENCHMARKS.rglob("*.py"))}
   assert {path: names for path, names in found.items() if names} == {}
+
+
+def test_the_benchmark_groups_import_each_other_in_no_circle_nor_the_command_line():
+  """benchmarks/: no two groups (throughput, reproduction, ...; a top-level module is a group of
+  its own) import each other in a circle, function-level imports included, and no benchmark
+  imports `rbx.cli` (one may run `python -m rbx.cli` in a child process, as a user does)."""
+  groups, cli = {}, []
+  for path in sorted(BENCHMARKS.rglob("*.py")):
+    parts = path.relative_to(BENCHMARKS).with_suffix("").parts
+    targets = groups.setdefault(parts[0], [])
+    for node in ast.walk(ast.parse(path.read_text())):
+      if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+      elif isinstance(node, ast.ImportFrom) and node.module:
+        names = [f"{node.module}.{a.name}" for a in node.names]
+      else:
+        continue
+      targets += [(n.split(".")[1], True) for n in names
+                  if n.startswith("benchmarks.") and n.split(".")[1] != parts[0]]
+      cli += [f"{path.relative_to(BENCHMARKS)}: {n}" for n in names
+              if n == "rbx.cli" or n.startswith("rbx.cli.")]
+  assert circles(groups) == [] and cli == []

@@ -10,18 +10,19 @@ defaults (`rlhf.linear.LINEAR_SOLVER`) at constant α; at every step the problem
 iterations: tests/rlhf/test_linear.py's setting) from the agent's previous θ, and the gap
 F(thorough) − F(agent's θ) is recorded (negative where the agent's point is the better one).
 Prints per agent and version the mean and largest gap and the share of steps missing by
-> 1e-3. `--baseline REV` also runs the agents of git revision REV (as
-`benchmarks/throughput/linear_throughput.py --baseline` loads them) on the same seeds; the reference
-solve is this tree's for both.
+> 1e-3. `--baseline REV` also runs this benchmark on git revision REV's whole tree
+(`benchmarks.revision`: a worktree, removed after) on the same seeds, right after each of this
+tree's rows; there the reference solve is REV's own at `THOROUGH`'s settings.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from benchmarks.throughput.linear_throughput import baseline_agents
+from benchmarks import revision
 
 from rbx import rlhf
 from rbx.core.protocol import Agent, pair
@@ -81,21 +82,25 @@ def main(argv=None):
   args = parser.parse_args(argv)
   solver = linear.LINEAR_SOLVER._replace(**{k: type(getattr(linear.LINEAR_SOLVER, k))(v) for k, v in
                                             (f.split("=") for f in args.solver)})
-  versions = {"this tree": lambda name, alpha: rlhf.get(name, alpha=alpha, solver=solver)}
-  if args.baseline:
-    old = baseline_agents(args.baseline)
-    versions[args.baseline] = lambda name, alpha: old[name](alpha)
+  mine = {"solver": solver} if args.solver else {}      # a revision's agents may not take it
   env = rlhf.random_contextual(jax.random.key(0), args.prompts, args.actions, args.dim, 0.5, 4.0)
-  print(f"|X| = {args.prompts}, A = {args.actions}, d = {args.dim}, {args.seeds} seeds × "
-        f"{args.steps} steps; solver {solver}; reference {THOROUGH}")
-  print("| α | agent | version | mean gap | max gap | steps > 1e-3 | steps < −1e-3 |")
-  print("|---:|---|---|---:|---:|---:|---:|")
-  for alpha in args.alpha:
-    for name in args.agents:
-      for version, make in versions.items():
-        g = gaps(env, make(name, alpha), name, alpha, args.seeds, args.steps)
-        print(f"| {alpha:g} | {name} | {version} | {g.mean():.4f} | {g.max():.3f} | "
+  with contextlib.ExitStack() as stack:
+    baseline = args.baseline and stack.enter_context(revision.checkout(args.baseline))
+    if revision.name() == revision.THIS:
+      print(f"|X| = {args.prompts}, A = {args.actions}, d = {args.dim}, {args.seeds} seeds × "
+            f"{args.steps} steps; solver {solver}; reference {THOROUGH}")
+      print("| α | agent | version | mean gap | max gap | steps > 1e-3 | steps < −1e-3 |")
+      print("|---:|---|---|---:|---:|---:|---:|")
+    for alpha in args.alpha:
+      for name in args.agents:
+        g = gaps(env, rlhf.get(name, alpha=alpha, **mine), name, alpha, args.seeds, args.steps)
+        print(f"| {alpha:g} | {name} | {revision.name()} | {g.mean():.4f} | {g.max():.3f} | "
               f"{(g > 1e-3).mean():.1%} | {(g < -1e-3).mean():.1%} |", flush=True)
+        if baseline:
+          print(baseline("-m", __spec__.name, "--prompts", str(args.prompts), "--actions",
+                         str(args.actions), "--dim", str(args.dim), "--alpha", str(alpha),
+                         "--seeds", str(args.seeds), "--steps", str(args.steps), "--agents", name),
+                end="", flush=True)
 
 
 if __name__ == "__main__":

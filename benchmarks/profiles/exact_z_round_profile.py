@@ -5,10 +5,10 @@ with m = 40 (d'K = 378, p = 15,160: a 0.9 GB Z⁻¹), J = 100 full-batch steps, 
 * its parts, each jitted alone: the gradients at the K arms, the K products Z⁻¹g_a (solve), the
   Sherman–Morrison update of the donated Z⁻¹ by the g the solve selects ("dependent") and by
   arm 0's ("independent": XLA then copies the p × p matrix first, so that the solve can still
-  read the old one — what `table3_timing.measure` timed before issue 28), and the J training steps;
+  read the old one — what `table3.measure` timed before issue 28), and the J training steps;
 * the whole round: the step jitted alone (carry donated), and the sweep driver's program as
-  Table 3 times it (`neural_step_time.time_rbx`: the step inside the driver's vmap over grid
-  points and map over seeds), with the exact Z⁻¹'s solve and update vectorised under that vmap
+  Table 3 times it (`benchmarks.timing.seed_step_seconds`: the step inside the driver's vmap
+  over grid points and map over seeds), with the exact Z⁻¹'s solve and update vectorised under that vmap
   (the form before issue 28's fix: gathers and scatters over the batched p × p matrix) and
   mapped over it (`rbx.neural.precision` now, on a CPU).
 
@@ -28,8 +28,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import timing
 from benchmarks.reference.covertype_like import covertype_like
-from benchmarks.throughput import neural_step_time
+from benchmarks.reproduction import table3
 
 from rbx import neural
 from rbx.core import driver as driver_lib
@@ -65,10 +66,10 @@ def main():
   parser.add_argument("--repeats", type=int, default=5)
   args = parser.parse_args()
   warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
-  cfg = types.SimpleNamespace(width=args.width, train_steps=100, dim=54, arms=7, data=5000,
-                              arm_batch=None)
+  cfg = types.SimpleNamespace(width=args.width, train_steps=100, dim=54, arms=7, data=5000)
   env = neural.classification(*covertype_like(cfg.data, cfg.dim, cfg.arms), cfg.arms)
-  agent = neural_step_time.make_agent("neural_ucb_exact", cfg)
+  exact = lambda: table3.agent("neural_ucb", {"precision": "exact"}, cfg.width, cfg.train_steps)
+  agent = exact()
   capacity = args.history + args.repeats + 2
   run = protocol.pair(env, agent, capacity)
   key = jax.random.key(0)
@@ -124,9 +125,9 @@ def main():
   driver = {}
   for label, prec_exact in (("vectorised (before)", VECTORISED), ("mapped (now)", precision.exact)):
     with mock.patch.dict(precision.PRECISIONS, exact=prec_exact):
-      agent = neural_step_time.make_agent("neural_ucb_exact", cfg)
-    driver[label] = neural_step_time.time_rbx(env, agent, args.history, capacity, seeds=1,
-                                              steps=1, repeats=args.repeats)
+      agent = exact()
+    driver[label] = timing.seed_step_seconds(env, agent, args.history, capacity, seeds=1,
+                                             steps=1, repeats=args.repeats)
     program, program_inputs = driver_program(env, agent, capacity)
     copies[f"driver program, Z⁻¹ {label}"] = pxp_copies(p, program, *program_inputs)
     print(f"  {'driver program, Z⁻¹ ' + label:<40} {driver[label]:8.4f}", flush=True)

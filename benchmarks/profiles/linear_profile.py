@@ -4,9 +4,9 @@ trace of its compiled steps, each XLA op's time summed by kind, output shape and
     python -m benchmarks.profiles.linear_profile [--prompts 1000] [--agent linear_xpo] [--seeds 8]
                                         [--steps 10] [--baseline REV] [--top 25]
 
-On `random_contextual(key(0), |X|, A = 10, d = 16, β = 0.5, r_max = 4)`: the agent (or git
-revision REV's, loaded as `linear_throughput.py --baseline` does) runs 30 steps, then `--steps`
-more, vmapped over `--seeds`, are traced. Run it with `RBX_NUM_CPU_DEVICES=1` (one device: a
+On `random_contextual(key(0), |X|, A = 10, d = 16, β = 0.5, r_max = 4)`: the agent runs 30
+steps, then `--steps` more, vmapped over `--seeds`, are traced; with `--baseline REV`, on git
+revision REV's whole tree (`benchmarks.revision`: a worktree, removed after). Run it with `RBX_NUM_CPU_DEVICES=1` (one device: a
 program and its ops on one timeline). Prints the op time per step and the `--top` groups:
 XLA's fusion name without its number (`ynn_fusion` is one handed to YNNPACK), its output shape
 and the last JAX op it came from, with the share of the op time and the calls per step.
@@ -23,7 +23,7 @@ import tempfile
 
 import jax
 import jax.numpy as jnp
-from benchmarks.throughput.linear_throughput import baseline_agents
+from benchmarks import revision
 
 from rbx import rlhf
 from rbx.core.protocol import pair, scan
@@ -38,9 +38,14 @@ def main(argv=None):
   parser.add_argument("--baseline", help="git revision whose agent to profile")
   parser.add_argument("--top", type=int, default=25)
   args = parser.parse_args(argv)
+  if args.baseline:
+    with revision.checkout(args.baseline) as python:
+      print(python("-m", __spec__.name, "--prompts", str(args.prompts), "--agent", args.agent,
+                   "--seeds", str(args.seeds), "--steps", str(args.steps), "--top", str(args.top)),
+            end="")
+    return
   env = rlhf.random_contextual(jax.random.key(0), args.prompts, 10, 16, 0.5, 4.0)
-  agent = (baseline_agents(args.baseline)[args.agent]() if args.baseline
-           else rlhf.get(args.agent))
+  agent = rlhf.get(args.agent)
   run = pair(env, agent, 30 + args.steps)
   keys = jax.vmap(jax.random.key)(jnp.arange(args.seeds))
   carry = jax.jit(jax.vmap(lambda k: scan(run, k, run.init(k), 1, 30, lambda tr: tr.regret)[0]))(
@@ -63,7 +68,7 @@ def main(argv=None):
       groups[key][0] += 1
       groups[key][1] += e.get("dur", 0.0)
   total = sum(t for _, t in groups.values())
-  print(f"|X| = {args.prompts}, {args.agent} ({args.baseline or 'this tree'}), {args.seeds} seeds: "
+  print(f"|X| = {args.prompts}, {args.agent} ({revision.name()}), {args.seeds} seeds: "
         f"op time {total / 1e3 / args.steps:.1f} ms a step")
   print("| op | shape | from | ms/step | share | calls/step |\n|---|---|---|---:|---:|---:|")
   for (op, shape, origin), (n, t) in sorted(groups.items(), key=lambda g: -g[1][1])[:args.top]:

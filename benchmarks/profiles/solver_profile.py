@@ -1,7 +1,7 @@
 """Where a solve of (3.1a)/(3.2a) spends its time: the figures behind `rlhf/solver.py`'s choices.
 
 1. One ascent step (`solver.ascent_step`, jitted, vmapped over random problems, one device)
-   with parts switched on or off: the default, the directions before 2026-12-03 (F's own
+   with parts switched on or off: the default, the former directions (F's own
    Newton direction in steps on F, the scaled gradient in DC steps: `newton_f`,
    `dc_gradient`), ℓ and σ from A² exponentials (the path for r_max > 88) instead of A
    (`solver.Problem.ratios`), no CG (`cg_iterations=0`), one step size (`line_search=1`),
@@ -31,24 +31,18 @@ import gzip
 import json
 import re
 import tempfile
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import timing
 from rbx import rlhf
 from rbx.rlhf import registry as rlhf_registry, solver
 
 
 def best_ms(f, *args, repeats=5):
-  jax.block_until_ready(f(*args))
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(f(*args))
-    times.append(time.perf_counter() - start)
-  return 1e3 * min(times)
+  return 1e3 * min(timing.calls(f, *args, repeats=repeats)[1])
 
 
 def problems(A, n, seed=0):
@@ -199,7 +193,7 @@ def main():
   p.add_argument("--seed-batch", action="store_true",
                  help="only table 6 (the default seed batch against others)")
   p.add_argument("--directions", action="store_true",
-                 help="only table 5 (the step's directions against those before 2026-12-03)")
+                 help="only table 5 (the step's directions against the former ones)")
   args = p.parse_args()
   S = rlhf.SolverConfig
   if args.screen:

@@ -25,6 +25,7 @@ import time
 import jax
 import numpy as np
 
+from benchmarks import timing
 from rbx import neural, rlhf
 from rbx.core import sweep as sweep_lib
 from rbx.rlhf import sequences
@@ -86,14 +87,14 @@ def cost(name: str, seeds: int, steps: int) -> tuple[float, float]:
   devices, run seconds only (compiles excluded), best of two."""
   env, ag = environment(name), agent(name)
   build = lambda: (env, ag)
-  width = sweep_lib.sweep(build, {}, 1, 1, progress=False).timing["seed_batch"]
+  width = timing.sweep(build, {}, 1, 1)["seed_batch"]
   devices = len(jax.local_devices())
   former = max(1, min(width, -(-seeds // devices)))
   rates = []
   for batch in (width, former):
     best = 0.0
     for _ in range(2):
-      t = sweep_lib.sweep(build, {}, seeds, steps, seed_batch=batch, progress=False).timing
+      t = timing.sweep(build, {}, seeds, steps, seed_batch=batch)
       best = max(best, t["seed_steps"] / t["run_seconds"])
     rates.append(best)
   return rates[0], rates[1]

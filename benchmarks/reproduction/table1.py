@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from benchmarks import SHARED_DATASETS
+from benchmarks import SHARED_DATASETS, timing
 from rbx import data, neural
 from rbx.neural import training
 
@@ -230,10 +230,10 @@ def estimate(args) -> str:
   For each data set and row, the sweep that `table` runs — the ν grid vmapped, its tuning and
   evaluation seeds over the devices `neural.sweep` uses, its default seed batch — is compiled
   with a history pre-filled with t rows of random play, and the median of `--estimate-rounds`
-  rounds after a warm-up round is timed (`neural_step_time.time_rbx`; compile excluded). Each
-  procedure has its own cost model (`model`): with `procedure="steps"` or "neuralts", full-batch
-  training is O(t) a round, so a run of T costs T rounds at t = T/2 (minibatches: the same
-  round at every t); with "neuralucb" a round makes at most `max_updates` per-row updates and
+  rounds after a warm-up round is timed (`benchmarks.timing.seed_step_seconds`; compile
+  excluded). Each procedure has its own cost model (`model`): with `procedure="steps"` or
+  "neuralts", full-batch training is O(t) a round, so a run of T costs T rounds at t = T/2
+  (minibatches: the same round at every t); with "neuralucb" a round makes at most `max_updates` per-row updates and
   exactly that many once t ≥ max_updates (the first pass alone reaches the cap), and a round of
   the program lasts as long as its slowest run, so T rounds at t = max_updates — an upper bound
   for the rounds before. With `--estimate-check R` (> 0), every row's model is checked against
@@ -286,14 +286,13 @@ def model(args, steps: int) -> tuple[int, int]:
 def round_seconds(env, name: str, args, steps: int, seeds: int) -> tuple[float, int]:
   """Seconds of one round of the table's program (every ν and seed) at the history of the
   cost model for a run of `steps` rounds, and that history."""
-  from benchmarks.throughput.neural_step_time import time_rbx
   history, capacity = model(args, steps)
   grid = None if name == "bootstrapped_nn" else {"nu": list(args.nu)}
   make = build(env, name, agent_kwargs(name, args))
   agent = make()[1] if grid is None else (lambda nu: make(nu)[1])
-  per = time_rbx(env, agent, history=history, capacity=capacity, seeds=seeds, steps=1,
-                 repeats=args.estimate_rounds, devices=None,
-                 seed_batch=None, grid=grid)
+  per = timing.seed_step_seconds(env, agent, history=history, capacity=capacity, seeds=seeds,
+                                 steps=1, repeats=args.estimate_rounds, devices=None,
+                                 seed_batch=None, grid=grid)
   return per * seeds * (1 if grid is None else len(args.nu)), history
 
 

@@ -5,8 +5,10 @@ import dataclasses
 import subprocess
 import types
 
+from benchmarks import timing
+from benchmarks.reference.covertype_like import covertype_like
+from benchmarks.reproduction import table3
 from benchmarks.reproduction.common import Context
-from benchmarks.throughput import neural_step_time, table3_timing
 
 from rbx import neural
 
@@ -26,8 +28,8 @@ def run(ctx: Context) -> tuple[str, str]:
   """Table 3: seconds per step at the paper's Covertype size (d'K = 378, m = 100, L = 2)."""
   scale = FULL if ctx.full else QUICK
   args = types.SimpleNamespace(width=100, train_steps=100, dim=54, arms=7, data=5000,
-                               arm_batch=None, torch_steps=scale.timing_steps)
-  X, y = neural_step_time.covertype_like(args.data, args.dim, args.arms)
+                               torch_steps=scale.timing_steps)
+  X, y = covertype_like(args.data, args.dim, args.arms)
   env = neural.classification(X, y, args.arms)
   names = {"rbmle_ga": "NeuralRBMLE-GA", "neural_ucb_exact": "NeuralUCB (exact Z⁻¹)",
            "neural_ts_exact": "NeuralTS (exact Z⁻¹)", "neural_ucb": "NeuralUCB (diagonal Z⁻¹)"}
@@ -39,13 +41,13 @@ def run(ctx: Context) -> tuple[str, str]:
            f"one seed; t_step: the history is pre-filled with t rounds, then, after compiling "
            f"and one untimed warm-up round (which also waits for the initial state, e.g. the "
            f"exact Z⁻¹'s 5.7 GB identity), the median of {scale.timing_steps} rounds "
-           "(`neural_step_time.time_rbx`: the sweep driver's own program, which runs the step "
-           "under a vmap over grid points and a map over seeds; "
+           "(`benchmarks.timing.seed_step_seconds`: the sweep driver's own program, which runs "
+           "the step under a vmap over grid points and a map over seeds; "
            "`benchmarks/profiles/exact_z_round_profile.py` times its parts). t_Z, as the paper "
            "reports it: the Z⁻¹ work of a round alone — the K products Z⁻¹ g_a and the update "
            "of Z⁻¹ by the g of the arm they select, from gradients already computed — jitted "
            "on its own, median of 3 "
-           "(`table3_timing.measure`; it does not depend on t). rbx never inverts Z: the exact Z⁻¹ is "
+           "(`table3.measure`; it does not depend on t). rbx never inverts Z: the exact Z⁻¹ is "
            "kept by Sherman–Morrison updates. The PyTorch reference "
            "(`neural_torch_reference.py`: dense d'K contexts, one backward pass per arm, an "
            "explicit Z⁻¹ update) runs the same settings in its own process, timed the same "
@@ -59,17 +61,17 @@ def run(ctx: Context) -> tuple[str, str]:
   capacity = max(scale.timing_history) + scale.timing_steps + 1
   seconds, t_zs = {}, {}
   for name, label in names.items():
-    agent = neural_step_time.make_agent(name, args)
     base, extra = name.removesuffix("_exact"), {}
     if base != "rbmle_ga":
       extra["precision"] = "exact" if name.endswith("_exact") else "diag"
-    t_z = t_zs[name] = table3_timing.measure(env, base, extra, args.width, args.train_steps, 1,
+    agent = table3.agent(base, extra, args.width, args.train_steps)
+    t_z = t_zs[name] = table3.measure(env, base, extra, args.width, args.train_steps, 1,
                                       capacity, 3, step=False)[1]
     for t in scale.timing_history:
-      sec = neural_step_time.time_rbx(env, agent, history=t, capacity=capacity, seeds=1,
-                                      steps=1, repeats=scale.timing_steps)
+      sec = timing.seed_step_seconds(env, agent, history=t, capacity=capacity, seeds=1, steps=1,
+                                     repeats=scale.timing_steps)
       try:
-        ref = f"{neural_step_time.time_torch(name, args, t):.3f}"
+        ref = f"{timing.torch_seconds(name, args, t):.3f}"
       except subprocess.CalledProcessError:          # no torch here, or no such agent there
         ref = "—"
       seconds[name, t] = sec

@@ -29,11 +29,10 @@ from types import SimpleNamespace
 
 import jax
 
-from benchmarks import ROOT
+from benchmarks import ROOT, timing
 from benchmarks.reference.covertype_like import covertype_like
 from benchmarks.reproduction import table1
 from benchmarks.throughput import compile_time, sequence_throughput
-from benchmarks.throughput.neural_step_time import time_rbx, time_torch
 from rbx import neural, rlhf
 from rbx.core import compile_cache
 from rbx.runs import demo
@@ -94,20 +93,6 @@ def row(figure, setting, batch="", compile_s=math.nan, run_s=math.nan, value=mat
           f"{num(value, ',.4g')} | {unit} |\n")
 
 
-def timed_sweep(build, seeds, steps, chunk, seconds, **kwargs):
-  """`rlhf.sweep`'s timing, stopped after the chunk that passes `seconds` of running. The
-  driver polls `stop` once after each of its two compiles (init, chunk), then after every
-  chunk: the budget starts at the second poll, so at least one chunk runs."""
-  polls = []
-
-  def stop():
-    polls.append(time.perf_counter())
-    return len(polls) > 2 and polls[-1] - polls[1] > seconds
-
-  return rlhf.sweep(build, {}, seeds=seeds, steps=steps, chunk=chunk, record="summary",
-                    progress=False, stop=stop, **kwargs).timing
-
-
 def sweep_rows(label, spec, seconds) -> str:
   """`batch_rows` of a `SWEEPS` row."""
   agent, X, A, d, seeds, steps, chunk = spec
@@ -140,14 +125,16 @@ def batch_rows(label, env, agent, setting, seeds, steps, chunk, seconds) -> str:
   build = lambda: (env, agent)
   setting += f", {seeds:,} seeds × ≤ {steps} steps"
   end = time.perf_counter() + seconds
-  default = timed_sweep(build, seeds, steps, chunk, seconds / 3)
+  timed = lambda budget, **options: timing.sweep(build, {}, seeds, steps, budget, chunk=chunk,
+                                                 record="summary", **options)
+  default = timed(seconds / 3)
   per_device = math.ceil(seeds / jax.local_device_count())
   tried = {min(default["seed_batch"], per_device): default}
   for batch in sorted({min(rlhf_registry.cpu_seed_batch(env), per_device), per_device}
                       - set(tried)):
     left = end - time.perf_counter()
     if left > 0:
-      tried[batch] = timed_sweep(build, seeds, steps, chunk, left / 2, seed_batch=batch)
+      tried[batch] = timed(left / 2, seed_batch=batch)
   best = max(tried, key=lambda b: tried[b]["seed_steps_per_second"])
   lines = ""
   for what, t in ((f"default ({default['seed_batch_reason']})", default),
@@ -161,9 +148,8 @@ def batch_rows(label, env, agent, setting, seeds, steps, chunk, seconds) -> str:
 def hello_row(seeds, steps) -> str:
   """The README's first sweep (Algorithm 1 and XPO on Example 2)."""
   env = rlhf.example2(kappa=500.0, beta=0.1, r_max=7.0)
-  t = rlhf.sweep(lambda agent: (env, rlhf.get(agent, alpha=3.0)),
-                 grid={"agent": ["algorithm1", "xpo"]}, seeds=seeds, steps=steps,
-                 progress=False).timing
+  t = timing.sweep(lambda agent: (env, rlhf.get(agent, alpha=3.0)),
+                   {"agent": ["algorithm1", "xpo"]}, seeds, steps)
   return row("README hello world", f"2 agents × {seeds} seeds × {steps} steps", t["seed_batch"],
              t["compile_seconds"], t["run_seconds"], t["seed_steps_per_second"], "seed-steps/s")
 
@@ -208,7 +194,7 @@ def neural_rows(history, width, train_steps, rows, seconds) -> str:
     kwargs = {} if products is None else dict(zip(("first_layer", "matmul_precision"), products))
     agent = neural.get("neural_ucb", width=width, train_steps=train_steps, eta=1e-3, lam=1e-3,
                        nu=0.1, **kwargs)
-    ours = time_rbx(env, agent, history, history + 4, seeds=1, steps=1, repeats=3, devices=1)
+    ours = timing.seed_step_seconds(env, agent, history, history + 4, seeds=1, steps=1, repeats=3, devices=1)
     which = "the device's default products" if products is None else "set"
     lines += row(figure, f"{setting}, {which}", 1, value=ours, unit="s a round")
   if importlib.util.find_spec("torch") is None:
@@ -217,7 +203,7 @@ def neural_rows(history, width, train_steps, rows, seconds) -> str:
     return lines + row("neural round, PyTorch loop", "skipped: time budget")
   args = SimpleNamespace(torch_steps=3, width=width, train_steps=train_steps, dim=54, arms=7,
                          data=rows, torch_device="auto")
-  theirs = time_torch("neural_ucb", args, history)
+  theirs = timing.torch_seconds("neural_ucb", args, history)
   return lines + row("neural round, PyTorch loop", f"{setting}, PyTorch on CUDA where it sees "
                      "a GPU, else the CPU", value=theirs, unit="s a round")
 

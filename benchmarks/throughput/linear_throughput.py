@@ -5,11 +5,12 @@ and the fraction of this machine's measured matmul rate they reach.
                                            [--steps 50] [--seed-batch 16] [--baseline REV]
 
 For each |X|: one `rlhf.sweep` per agent at its defaults on `random_contextual(key(0), |X|,
-A = 10, d)`; seed-steps/s from the sweep's run time (compile excluded). The matmul rate is
-measured in the same run (a float32 (n, n) @ (n, n) product, best of 5), because the machine
-may be shared: compare the ratio, not the absolute rate. `--baseline REV` also runs the agents
-of git revision REV (its rbx/rlhf/linear.py and linear_agents.py) right after each of this
-tree's, in the same process, and prints the speed-up: the fair comparison on a loaded machine.
+A = 10, d)`, each in a fresh process (`RATE`, the compile cache off); seed-steps/s from the
+sweep's run time (compile excluded). The matmul rate is measured in the same run (a float32
+(n, n) @ (n, n) product, best of 5), because the machine may be shared: compare the ratio, not
+the absolute rate. `--baseline REV` also runs the agents on git revision REV's whole tree
+(`benchmarks.revision`: a worktree, removed after) right after each of this tree's, and prints
+the speed-up: the fair comparison on a loaded machine.
 
 Flops per step, from the method (`rbx.rlhf.linear`'s "Cost"): a pass over φ (a product
 φθ or φᵀv) is 2·|X|·A·d flops, a pass over the data buffer 2·T·d, the Laplacian 2·T·d².
@@ -28,51 +29,29 @@ differ).
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
-import time
-import types
+import contextlib
+import json
 
 import jax
-import numpy as np
 
-from benchmarks import ROOT
-from rbx import rlhf
-from rbx.core import compile_cache
+from benchmarks import ROOT, revision, timing
 from rbx.rlhf.linear import LINEAR_SOLVER
 
 AGENTS = ("linear_greedy", "linear_xpo", "linear_vpo", "linear_algorithm1")
 
 
-def matmul_rate(n: int = 1024, repeats: int = 5) -> float:
-  """Flops/s of a float32 (n, n) @ (n, n) product on the default device, best of `repeats`."""
-  a = jax.random.normal(jax.random.key(0), (n, n))
-  f = jax.jit(lambda a: a @ a)
-  f(a).block_until_ready()
-  best = np.inf
-  for _ in range(repeats):
-    start = time.perf_counter()
-    f(a).block_until_ready()
-    best = min(best, time.perf_counter() - start)
-  return 2 * n ** 3 / best
-
-
-def baseline_agents(revision: str) -> dict:
-  """{registry name: factory} of the linear agents as of git `revision`: its
-  rbx/rlhf/linear.py and linear_agents.py loaded as separate modules."""
-
-  def load(name, replace=("", "")):
-    src = subprocess.run(["git", "show", f"{revision}:rbx/rlhf/{name}.py"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout
-    module = types.ModuleType(f"rbx.rlhf._baseline_{name}")
-    sys.modules[module.__name__] = module
-    code = compile(src.replace(*replace), f"{revision}:{name}.py", "exec")
-    exec(code, module.__dict__)  # noqa: S102 (this repository's own source at `revision`)
-    return module
-
-  load("linear")
-  agents = load("linear_agents", ("rbx.rlhf.linear import", "rbx.rlhf._baseline_linear import"))
-  return {name: getattr(agents, name.removeprefix("linear_")) for name in AGENTS}
+# One row's (seed-steps/s, compile seconds), run in a fresh process on a tree's rbx
+# (`benchmarks.revision`); public names only, so that any revision runs it.
+RATE = """
+import json, sys
+import jax
+from rbx import rlhf
+X, A, d, name, seeds, steps, seed_batch = json.loads(sys.argv[1])
+env = rlhf.random_contextual(jax.random.key(0), X, A, d, 0.5, 4.0)
+t = rlhf.sweep(lambda: (env, rlhf.get(name)), {}, seeds=seeds, steps=steps, seed_batch=seed_batch,
+               progress=False, record="summary").timing
+print(json.dumps([t["seed_steps_per_second"], t["compile_seconds"]]))
+"""
 
 
 def step_cost(X: int, A: int, d: int, T: int, config=LINEAR_SOLVER):
@@ -97,34 +76,30 @@ def main(argv=None):
   parser.add_argument("--agents", nargs="+", default=list(AGENTS))
   parser.add_argument("--baseline", help="git revision whose agents to run alongside")
   args = parser.parse_args(argv)
-  compile_cache.use(False)     # its compile seconds are compiles, not loads from the disk cache
-  versions = {"this tree": rlhf.get}
-  if args.baseline:
-    old = baseline_agents(args.baseline)
-    versions[args.baseline] = lambda name: old[name]()
-  rate = matmul_rate()
-  print(f"matmul rate (float32 1024^3, best of 5): {rate / 1e9:.1f} GFlop/s; "
-        f"devices {jax.device_count()}; solver {LINEAR_SOLVER}")
-  print("| |X| | agent | version | seed-steps/s | this tree × | MFlop/step | passes over φ | "
-        "exp passes | GFlop/s | of matmul rate | compile s |")
-  print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-  for X in args.prompts:
-    env = rlhf.random_contextual(jax.random.key(0), X, args.actions, args.dim, 0.5, 4.0)
-    flops, passes, exps = step_cost(X, args.actions, args.dim, args.steps)
-    for name in args.agents:
-      first = None
-      for version, make in versions.items():
-        res = rlhf.sweep(lambda name=name, make=make, env=env: (env, make(name)), {},
-                         seeds=args.seeds, steps=args.steps, seed_batch=args.seed_batch,
-                         progress=False, record="summary")
-        sps = res.timing["seed_steps_per_second"]
-        first = first or sps
-        achieved = sps * flops
-        cost = (f"{flops / 1e6:.1f} | {passes} | {exps} | {achieved / 1e9:.2f} | "
-                f"{achieved / rate:.3f}") if version == "this tree" else "— | — | — | — | —"
-        print(f"| {X} | {name} | {version} | {sps:.1f} | {first / sps:.2f} | {cost} | "
-              f"{res.timing['compile_seconds']:.0f} |", flush=True)
-  print(f"matmul rate again: {matmul_rate() / 1e9:.1f} GFlop/s")
+  with contextlib.ExitStack() as stack:
+    trees = {revision.THIS: lambda *a: revision.python(ROOT, revision.THIS, *a)}
+    if args.baseline:
+      trees[args.baseline] = stack.enter_context(revision.checkout(args.baseline))
+    rate = timing.matmul_rate()
+    print(f"matmul rate (float32 1024^3, best of 5): {rate / 1e9:.1f} GFlop/s; "
+          f"devices {jax.device_count()}; solver {LINEAR_SOLVER}")
+    print("| |X| | agent | version | seed-steps/s | this tree × | MFlop/step | passes over φ | "
+          "exp passes | GFlop/s | of matmul rate | compile s |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for X in args.prompts:
+      flops, passes, exps = step_cost(X, args.actions, args.dim, args.steps)
+      for name in args.agents:
+        first = None
+        for version, python in trees.items():
+          row = [X, args.actions, args.dim, name, args.seeds, args.steps, args.seed_batch]
+          sps, compile_s = json.loads(python("-c", RATE, json.dumps(row)))
+          first = first or sps
+          achieved = sps * flops
+          cost = (f"{flops / 1e6:.1f} | {passes} | {exps} | {achieved / 1e9:.2f} | "
+                  f"{achieved / rate:.3f}") if version == revision.THIS else "— | — | — | — | —"
+          print(f"| {X} | {name} | {version} | {sps:.1f} | {first / sps:.2f} | {cost} | "
+                f"{compile_s:.0f} |", flush=True)
+  print(f"matmul rate again: {timing.matmul_rate() / 1e9:.1f} GFlop/s")
 
 
 if __name__ == "__main__":

@@ -26,22 +26,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import time
 import warnings
 
 import jax
-import jax.numpy as jnp
-import numpy as np
-from benchmarks import ROOT, SHARED_DATASETS
+from benchmarks import SHARED_DATASETS, timing
 from benchmarks.reference.covertype_like import covertype_like
 
 from rbx import data, neural            # one CPU device per core (rbx.core.devices)
 from rbx.neural import network
-from rbx.core import devices as devices_lib, driver, protocol
-from rbx.core import sweep as core_sweep
-from rbx.core.grid import Grid
 
 SATIMAGE = str(SHARED_DATASETS / "satimage.csv.gz")
 
@@ -60,78 +53,6 @@ def make_agent(name, args, **kw):
   return neural.get(base, **settings)
 
 
-def time_rbx(env, agent, history, capacity, seeds, steps, repeats, devices=1, seed_batch=1,
-             grid=None):
-  """Seconds per seed-step (per grid point) of `steps` rounds after a history of `history`
-  rounds in a buffer of `capacity`, the median over `repeats` timed chunks of the compiled
-  program, after one untimed warm-up chunk (which also waits for the run's initial state,
-  e.g. the exact Z⁻¹'s p × p identity that `init` hands over unfinished): the sweep driver's
-  own program (`rbx.core.driver`, as `neural.sweep` runs it), the seeds split over `devices`
-  CPU devices (None: as `neural.sweep`, every device up to one per seed) and vmapped
-  `seed_batch` at a time (1: each seed's step unbatched, in sequence; None: `neural.sweep`'s
-  default for the device, `rbx.core.batching`). With `grid`
-  ({field: values}, e.g. {"nu": [...]}), `agent(**point)` builds the agent of each grid point,
-  the grid's numeric fields traced, as in `neural.sweep`."""
-  def program(hp):
-    run = protocol.pair(env, agent(**hp) if grid else agent, capacity)
-
-    def prefilled(key):
-      """The run's carry after `history` rounds of uniformly random play; an agent without a
-      history buffer (LinRBMLE, LinUCB: fixed-size statistics) costs the same at any t."""
-      env_state, state = run.init(key)
-      if not hasattr(state, "buffer"):
-        return env_state, state
-      k_round, k_arm = jax.random.split(jax.random.fold_in(key, 2 ** 31))
-
-      def add(i, carry):
-        played, buf = carry
-        k = jax.random.fold_in(k_round, i)
-        played, obs = env.observe(k, played)
-        a = jax.random.randint(jax.random.fold_in(k_arm, i), (), 0, env.num_arms)
-        reward, _ = env.feedback(k, played, obs, a)
-        return played, neural.buffer.add(buf, obs.x[a], obs.block[a], reward)
-
-      # the empty buffer, made to vary over shard_map's seed axis as the rows added to it do
-      # (a loop carry keeps its type): plus a zero drawn from the seed's key
-      zero = jax.random.randint(k_arm, (), 0, 1)
-      buf = jax.tree.map(lambda a: a + zero.astype(a.dtype), state.buffer)
-      buf = jax.lax.fori_loop(0, history, add, (env_state, buf))[1]
-      return env_state, state._replace(buffer=buf, t=state.t + history)
-
-    return protocol.Run(prefilled, run.step)
-
-  if seed_batch is None:
-    seed_batch = core_sweep.default_seed_batch(
-        lambda **hp: (env, agent(**hp) if grid else agent), grid or {}, capacity,
-        static=(), envs=[env], devices=devices).seed_batch
-  points = Grid(grid or {})
-  sweep = driver.Sweep(program, points, np.arange(seeds), steps * (repeats + 1))
-  ends = []                     # the driver asks `stop` once a chunk's regrets are on the host
-
-  def stop():
-    ends.append(time.perf_counter())
-    return False
-
-  driver.run(sweep, driver.Options(chunk=steps, record="summary", seed_batch=seed_batch),
-             mesh=devices_lib.seed_mesh(devices), stop=stop)
-  return float(np.median(np.diff(ends))) / (steps * seeds * points.num_points)
-
-
-def time_torch(name, args, history, whole_run=None):
-  """The reference's seconds per round, measured in a fresh process (no JAX threads beside it)
-  of this Python, or of the one $RBX_TORCH_PYTHON names (it needs only NumPy and PyTorch);
-  `whole_run`: the mean over a whole run of that many rounds from an empty history."""
-  steps = args.torch_steps if whole_run is None else whole_run - 1
-  cmd = [os.environ.get("RBX_TORCH_PYTHON", sys.executable),
-         "-m", "benchmarks.reference.neural_torch_reference",
-         "--agent", name, "--history", str(history), "--steps", str(steps),
-         "--width", str(args.width), "--train-steps", str(args.train_steps), "--dim", str(args.dim),
-         "--arms", str(args.arms), "--data", str(args.data),
-         "--device", getattr(args, "torch_device", "cpu")] + (["--whole-run"] if whole_run else [])
-  out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
-  return float(out.split()[-1])
-
-
 def whole_run_table(env, args):
   """A whole run of `--whole-run` rounds from an empty history as a new user runs it:
   `neural.sweep` with its defaults (every device), beside one device and the reference's
@@ -144,7 +65,7 @@ def whole_run_table(env, args):
       res = neural.sweep(lambda: (env, agent), {}, seeds=max(args.seeds), steps=args.whole_run,
                          devices=devices)
       per[devices] = res.timing["run_seconds"] / res.timing["seed_steps"]
-    ref = float("nan") if args.no_torch else time_torch(name, args, 0, args.whole_run)
+    ref = float("nan") if args.no_torch else timing.torch_seconds(name, args, 0, args.whole_run)
     print(f"  {name:<18} rbx {per[None] * 1e3:.2f} ms/seed-round ({jax.device_count()} devices), "
           f"{per[1] * 1e3:.2f} (1 device); torch {ref * 1e3:.1f} ms/round; "
           f"ratio {ref / per[None]:.1f} ({ref / per[1]:.1f} on 1 device)", flush=True)
@@ -164,18 +85,6 @@ def flops_per_seed_step(name, args, history, batch):
     return K * (train + forward(history))
   extra = 3 * forward(K) + (6.0 * p * p + 2.0 * K * p * p if name.endswith("_exact") else 0.0)
   return train + extra
-
-
-def measured_peak():
-  n = 2048
-  a = jnp.ones((n, n), jnp.float32)
-  mm = jax.jit(lambda a: a @ a)
-  jax.block_until_ready(mm(a))
-  start = time.perf_counter()
-  for _ in range(5):
-    out = mm(a)
-  jax.block_until_ready(out)
-  return 5 * 2.0 * n ** 3 / (time.perf_counter() - start)
 
 
 def nominal_peak(args):
@@ -267,7 +176,7 @@ def main():
     args.dim, args.arms, args.no_torch = env.dim, env.num_arms, True
   if args.whole_run is not None:
     return whole_run_table(env, args)
-  peak, nominal = measured_peak(), nominal_peak(args)
+  peak, nominal = timing.matmul_rate(2048), nominal_peak(args)
   capacity = max(args.history) + args.steps * (args.repeats + 1)
   batches = [None if mode == "full" else args.batch_size for mode in args.training]
   print(f"d'={args.dim} K={args.arms} m={args.width} L=2 J={args.train_steps}; "
@@ -283,13 +192,13 @@ def main():
         if name.endswith("_exact") and seeds > args.exact_max_seeds:
           continue
         if not args.no_torch and (name, t) not in torch_cache:
-          torch_cache[name, t] = time_torch(name, args, t)
+          torch_cache[name, t] = timing.torch_seconds(name, args, t)
         ref = torch_cache.get((name, t), float("nan"))
         for batch in batches:
           agent = make_agent(name, args, batch_size=batch)
           for dev in [1] if seeds == 1 else [d for d in args.devices if seeds % d == 0]:
             for vmap in sorted({min(b, seeds // dev) for b in args.seed_batch}):
-              sec = time_rbx(env, agent, t, capacity, seeds, args.steps, args.repeats, dev, vmap)
+              sec = timing.seed_step_seconds(env, agent, t, capacity, seeds, args.steps, args.repeats, dev, vmap)
               rate = flops_per_seed_step(name, args, t + args.steps / 2, batch) / sec
               print(f"{name:<18}{t:>6}{seeds:>6}{dev:>4}{vmap:>5}{mode_name(batch):>9}{sec:>17.4g}"
                     f"{ref:>14.4g}{ref / sec:>8.1f}{rate / 1e9:>13.1f}"

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import jax
 
+from benchmarks import timing
 from rbx import rlhf
 from rbx.core import protocol
 from rbx.rlhf.learners import practical
@@ -34,12 +34,7 @@ def rate(env, agent, seeds, steps, horizon):
   rounds, `agent.init` told `horizon`."""
   keys = jax.random.split(jax.random.key(0), seeds)
   run = jax.jit(jax.vmap(lambda k: protocol.rollout(env, agent, k, steps, horizon).regret))
-  start = time.perf_counter()
-  run(keys).block_until_ready()
-  first = time.perf_counter() - start
-  start = time.perf_counter()
-  run(keys).block_until_ready()
-  timed = time.perf_counter() - start
+  first, [timed] = timing.calls(run, keys)
   return seeds * steps / timed, first - timed
 
 

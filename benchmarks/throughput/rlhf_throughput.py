@@ -26,6 +26,7 @@ import time
 import jax
 import numpy as np
 
+from benchmarks import timing
 from benchmarks.reference import numpy_algorithm1, scipy_algorithm1
 from rbx import rlhf
 from rbx.core import compile_cache
@@ -50,9 +51,9 @@ AGENTS = {"algorithm1": ("algorithm1", {}),
 def rbx_rate(env, seeds, steps, devices, agent="algorithm1"):
   """(seed-steps/s, compile seconds) of `rlhf.sweep`, one jitted program over the seeds."""
   name, kwargs = AGENTS[agent]
-  timing = rlhf.sweep(lambda: (env, rlhf.get(name, alpha=ALPHA, **kwargs)), {}, seeds=seeds,
-                      steps=steps, devices=devices, progress=False).timing
-  return timing["seed_steps_per_second"], timing["compile_seconds"]
+  t = timing.sweep(lambda: (env, rlhf.get(name, alpha=ALPHA, **kwargs)), {}, seeds, steps,
+                   devices=devices)
+  return t["seed_steps_per_second"], t["compile_seconds"]
 
 
 def reference_rate(A, steps, scipy=False, seeds=2):

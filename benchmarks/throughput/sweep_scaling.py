@@ -29,8 +29,8 @@ from pathlib import Path
 
 import jax
 
-import rbx
 import rbx.core.sweep
+from benchmarks import timing
 from rbx.core import compile_cache
 from rbx.runs import checkpoint, config
 
@@ -81,9 +81,9 @@ def rlhf_config(seeds, steps, chunk=None, record="steps", block=None, solver="")
 def timed(cfg, on_chunk=None, **options):
   """(run seconds, compile seconds, seed-steps) of one `rbx.sweep` of `cfg` (`options`
   override the config's)."""
-  res = rbx.sweep(cfg.build, cfg.grid, cfg.seeds, cfg.steps,
-                  **{**cfg.sweep_options(), **options}, on_chunk=on_chunk)
-  return res.timing["run_seconds"], res.timing["compile_seconds"], res.timing["seed_steps"]
+  t = timing.sweep(cfg.build, cfg.grid, cfg.seeds, cfg.steps,
+                   **{**cfg.sweep_options(), **options}, on_chunk=on_chunk)
+  return t["run_seconds"], t["compile_seconds"], t["seed_steps"]
 
 
 def throughput(args):

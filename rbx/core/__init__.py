@@ -28,9 +28,11 @@ key and an agent key, so neither side can see the other's randomness and a seed'
 does not depend on its batch-mates. `sweep.sweep` (exported as `rbx.sweep`) runs
 `build(**point) -> (env, agent)` over seeds × grid × steps with the chunked driver
 (`driver`, `grid`, `record`, `progress`, `devices`): traced fields vmapped, static fields
-looped over, seeds mapped in batches and sharded over devices and hosts. TOML runs
-(`rbx.runs.experiment`), both families' conveniences, benchmarks, notebooks and tests all call
-it, and it returns `results.Results` — the same type that `rbx run` saves and `rbx.load` reads
+looped over, seeds mapped in batches and sharded over devices and hosts. It is
+`sweep.run(sweep.plan(...), seeds, sweep.RunOptions(...))`: the `Plan` — every grid point
+checked, the seed batch chosen — is made once and read by the memory check, the run and a
+TOML run's metadata (`rbx.runs.config.Config.plan`). TOML runs (`rbx.runs.experiment`), both
+families' conveniences, benchmarks, notebooks and tests all call it, and it returns `results.Results` — the same type that `rbx run` saves and `rbx.load` reads
 back.
 
 **Family registries.** Each family declares its environments and agents once

@@ -11,8 +11,8 @@ the command line's `--no-compile-cache` is, and from Python `use(False)`; both l
 directory the user gave JAX alone. Programs that compile in under 0.5 s are not kept
 (`JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS` sets another threshold).
 
-Every sweep calls `use()` first (`rbx.core.sweep.sweep`); it costs a few dictionary reads
-once the cache is set.
+Every sweep calls `use()` before it compiles (`rbx.core.sweep.run`); it costs a few
+dictionary reads once the cache is set.
 """
 from __future__ import annotations
 

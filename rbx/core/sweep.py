@@ -13,17 +13,21 @@ over the per-seed working set). `simulate` (one seed) and `trajectory` (one seed
 every step, for `rbx trace`) run the sweep's own programs, so a seed is the same bits in all
 of them (docs/reproducibility.md).
 
-The family conveniences `rlhf.sweep` and `neural.sweep` are this function. TOML runs
-(`rbx run`, `rbx.runs.experiment`) call it too, with the checkpoint hooks `start`, `on_chunk` and
-`stop`. With several processes (`rbx.core.devices.initialize`) each runs its share of the
+`sweep` is `run(plan(...), seeds, RunOptions(...))`: `plan` checks and plans the sweep once,
+before anything compiles — every grid point built, the state a seed measured, the seed batch
+chosen (`Plan`) — and `check_memory`, `run` and `trajectory` read that plan. The family
+conveniences `rlhf.sweep` and `neural.sweep` are `sweep`; a TOML run (`rbx run`) plans once,
+when its config is loaded (`rbx.runs.config.Config.plan`), and `run`s the plan with the
+checkpoint hooks `start`, `on_chunk` and `stop`. With several processes (`rbx.core.devices.initialize`) each runs its share of the
 seeds and the records are gathered, so every process returns the whole `Results`.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -39,16 +43,62 @@ from rbx.core.record import RECORDS, recorded_steps
 from rbx.core.results import Results, from_records
 
 
+class Plan(NamedTuple):
+  """A sweep checked and planned once, before anything compiles (`plan`): what its memory
+  check, its run (`run`) and a run's metadata read.
+
+  Attributes:
+    sweep: the driver's sweep, its seeds unset (`run` sets them).
+    runs: label -> fields of each run of a list of sub-grids; None for a table.
+    mesh: the ("seed",) mesh the seeds are sharded over (None: one device).
+    seed_batch: the seeds vmapped at once per device, and why (`batching.Choice`).
+    state_bytes: bytes of carried state a seed and grid point (the largest static
+      combination's).
+    unchecked: one grid point's (env, agent) of each agent whose protocol is still to be
+      traced (`protocol.check`), which `run` and `trajectory` do first; () once checked.
+  """
+  sweep: driver.Sweep
+  runs: dict[str, dict[str, Any]] | None
+  mesh: Any
+  seed_batch: batching.Choice
+  state_bytes: int
+  unchecked: tuple[tuple[Any, protocol.Agent], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+  """How a planned sweep runs (`run`): `sweep`'s keywords beyond its plan's.
+
+  Attributes:
+    chunk: steps per jitted chunk (progress, checkpoints, Ctrl-C); default all T, or about
+      T/20 (a divisor of T) when a bar is shown.
+    record: "steps" (every r_t), "log" or "summary" (see `rbx.core.record`).
+    log_points: the number of log-spaced steps kept by record = "log".
+    seed_block: seeds whose state is held at once (default all).
+    progress: a tqdm bar (`rbx.core.progress`): True, False, "plain" (a line at most every
+      10 s, no bar), or None (default): shown where someone watches — stderr is a terminal,
+      or a Jupyter kernel — once the sweep has run a few seconds.
+    start, on_chunk, stop: continue from a driver snapshot, receive one after every chunk,
+      and poll for an early stop (see `rbx.core.driver.run`).
+    compiles: a list that receives (what, seconds) of every compile.
+  """
+  chunk: int | None = None
+  record: str = "steps"
+  log_points: int = 50
+  seed_block: int | None = None
+  progress: bool | str | None = None
+  start: driver.Snapshot | None = None
+  on_chunk: Callable[[driver.Snapshot], None] | None = None
+  stop: Callable[[], bool] | None = None
+  compiles: list | None = None
+
+
 def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, Sequence[Any]],
           seeds: int | Sequence[int], steps: int, *, static: Sequence[str] | None = None,
           devices: int | None = None, seed_batch: int | batching.Choice | None = None,
-          chunk: int | None = None,
-          record: str = "steps", log_points: int = 50, seed_block: int | None = None,
-          progress: bool | str | None = None, start: driver.Snapshot | None = None,
-          on_chunk: Callable[[driver.Snapshot], None] | None = None,
-          stop: Callable[[], bool] | None = None,
-          compiles: list | None = None) -> Results:
-  """Regret of every grid point and seed over `steps` steps.
+          **options) -> Results:
+  """Regret of every grid point and seed over `steps` steps: `run(plan(build, grid, steps,
+  ...), seeds, RunOptions(**options))`.
 
   Args:
     build: `build(**point) -> (env, agent)`; numeric grid fields arrive traced, so build
@@ -65,19 +115,9 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
       seed's bits do not depend on the number of seeds (default: `rbx.core.batching`'s for
       this sweep and device kind — a CPU: the family's cache rule for the grid's
       environments, the smallest of them; an accelerator: what fits in half its memory); or a
-      `batching.Choice` made earlier (`rbx.runs.config`). The results' timing records it and why.
-    chunk: steps per jitted chunk (progress, checkpoints, Ctrl-C); default all T, or about
-      T/20 (a divisor of T) when a bar is shown.
-    record: "steps" (every r_t), "log" or "summary" (see `rbx.core.record`).
-    log_points: the number of log-spaced steps kept by record = "log".
-    seed_block: seeds whose state is held at once (default all).
-    progress: a tqdm bar (`rbx.core.progress`): True, False, "plain" (a line at most every
-      10 s, no bar), or None (default): shown where
-      someone watches — stderr is a terminal, or a Jupyter kernel — once the sweep has run a
-      few seconds.
-    start, on_chunk, stop: continue from a driver snapshot, receive one after every chunk,
-      and poll for an early stop (see `rbx.core.driver.run`).
-    compiles: a list that receives (what, seconds) of every compile.
+      `batching.Choice` made earlier. The results' timing records it and why.
+    **options: `RunOptions`' fields (chunk, record, log_points, seed_block, progress, start,
+      on_chunk, stop, compiles).
   Returns:
     `Results` with axes (*grid fields, "seed", "step") and the sweep's timing.
   Raises:
@@ -85,65 +125,103 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
       a sweep whose memory estimate does not fit on this machine (`rbx.core.memory`), before
       anything compiles or is allocated.
   """
-  compile_cache.use()                       # the command line's cache, from Python too
+  options = RunOptions(**options)
+  return run(plan(build, grid, steps, static=static, devices=devices, seed_batch=seed_batch),
+             seeds, options)
+
+
+def plan(build, grid, steps: int, *, static: Sequence[str] | None = None,
+         devices: int | None = None, seed_batch: int | batching.Choice | None = None,
+         built: Sequence[tuple[Any, protocol.Agent]] | None = None, check: bool = True) -> Plan:
+  """The `Plan` of `sweep(build, grid, ..., steps)` (the arguments as there): every grid
+  point built concretely and checked (ValueError for a bad one), the state a seed measured
+  and the seed batch chosen; nothing compiles. `built`: the grid points' (env, agent), in
+  grid order, where the caller built them already (a config, to name a bad point's key).
+  `check`: trace each agent's protocol now, once an agent (`protocol.check`: seconds for a
+  large agent), before anything else traces it; False leaves it to `run` (a config loaded
+  for a report need not pay it).
+  """
   steps = _checks.positive_int("steps", steps)
+  build, expanded, static = grid_lib.expand(build, grid, static)
+  fields = Grid(expanded)                   # checks the values before `build` sees them
+  built = ([_built(build, point, check=False) for point in fields.each()] if built is None
+           else [_checked(env, agent, check=False) for env, agent in built])
+  first = {}
+  for env, agent in built:
+    first.setdefault(agent.name, (env, agent))
+  if check:
+    _check_agents(first.values(), steps)
+  envs = [env for env, _ in built]
+  family = family_of(envs[0])
+  if static is None:
+    static = sorted(family.static_names()) if family is not None else ()
+  work = _driver_sweep(build, expanded, None, steps, static)
+  mesh = devices_lib.seed_mesh(devices)
+  state = _state_bytes(work)
+  choice = (_seed_batch(work, family, envs, mesh, state) if seed_batch is None
+            else batching.given(seed_batch))
+  return Plan(work, grid_lib.run_table(grid), mesh, choice, state,
+              () if check else tuple(first.values()))
+
+
+def _check_agents(agents, steps: int) -> None:
+  """`protocol.check` of each (env, agent) of `agents`: a trace, not a compile."""
+  for env, agent in agents:
+    protocol.check(env, agent, steps)
+
+
+def run(plan: Plan, seeds: int | Sequence[int], options: RunOptions = RunOptions()) -> Results:
+  """`sweep`'s results of a planned sweep over `seeds` (as in `sweep`), run as `options`
+  say, its memory (`check_memory`) and its unchecked agents (`Plan.unchecked`) checked
+  first."""
+  compile_cache.use()                       # the command line's cache, from Python too
   num_seeds = _checks.num_seeds(seeds)
-  plan, runs, mesh, choice, state = _setup(build, grid, steps, static, devices, seed_batch)
-  if chunk is None and progress_lib.shown(progress):
-    chunk = progress_lib.chunk_for(steps)
-  options = driver.Options(chunk=chunk, record=record, log_points=log_points,
-                           seed_batch=choice.seed_batch, seed_block=seed_block)
-  _check_memory(plan, options, num_seeds, mesh, checkpoint=on_chunk is not None, state=state)
+  check_memory(plan, num_seeds, options, checkpoint=options.on_chunk is not None)
+  _check_agents(plan.unchecked, plan.sweep.steps)
   seeds = seed_list(seeds)
-  plan = plan._replace(seeds=devices_lib.process_slice(seeds))
-  out = _on_devices(lambda m: driver.run(plan, options, mesh=m, start=start, on_chunk=on_chunk,
-                                         stop=stop, progress=progress), mesh)
-  stats = out.stats
+  work = plan.sweep._replace(seeds=devices_lib.process_slice(seeds))
+  out = _on_devices(lambda m: driver.run(work, _driver_options(plan, options), mesh=m,
+                                         start=options.start, on_chunk=options.on_chunk,
+                                         stop=options.stop, progress=options.progress),
+                    plan.mesh)
+  stats, choice = out.stats, plan.seed_batch
   timing = dict(compile_seconds=stats["compile_seconds"], run_seconds=stats["run_seconds"],
                 seed_steps=int(stats["seed_steps"]),
                 seed_steps_per_second=stats["seed_steps"] / max(stats["run_seconds"], 1e-12),
                 seed_batch=choice.seed_batch, seed_batch_reason=choice.reason)
   data = out.recorder.data if not out.complete else devices_lib.gather(out.recorder.data,
                                                                        seeds.size, axis=2)
-  if compiles is not None:
-    compiles.extend(out.compiles)
-  local = seeds if out.complete else plan.seeds
-  return from_records(plan.grid, local, out.recorder, data, timing=timing,
-                      complete=out.complete, runs=runs)
+  if options.compiles is not None:
+    options.compiles.extend(out.compiles)
+  local = seeds if out.complete else work.seeds
+  return from_records(work.grid, local, out.recorder, data, timing=timing,
+                      complete=out.complete, runs=plan.runs)
 
 
-def trajectory(build: Callable[..., tuple[Any, protocol.Agent]],
-               grid: Mapping[str, Sequence[Any]], seed: int, steps: int, *,
-               static: Sequence[str] | None = None, devices: int | None = None,
-               seed_batch: int | batching.Choice | None = None, every: int | None = None
+def _driver_options(plan: Plan, options: RunOptions) -> driver.Options:
+  """The driver's options of running `plan` as `options` say (a chunk for a shown bar)."""
+  chunk = options.chunk
+  if chunk is None and progress_lib.shown(options.progress):
+    chunk = progress_lib.chunk_for(plan.sweep.steps)
+  return driver.Options(chunk=chunk, record=options.record, log_points=options.log_points,
+                        seed_batch=plan.seed_batch.seed_batch, seed_block=options.seed_block)
+
+
+def trajectory(plan: Plan, seed: int, every: int | None = None
                ) -> tuple[driver.Trajectory, Grid, dict | None]:
-  """Seed `seed`'s every step at every grid point of `sweep(build, grid, ..., steps)` — the
-  whole `Transition` (obs, action, feedback, regret) — by the sweep's own programs (the same
+  """Seed `seed`'s every step at every grid point of the planned sweep — the whole
+  `Transition` (obs, action, feedback, regret) — by the sweep's own programs (the same
   devices, batch width and grid), so its regret is bit for bit the sweep's row of that seed;
   with `every` = K also the carried state (environment, agent) after every K steps. Returns
   (`driver.Trajectory` with one seed, the grid, the runs of a list of sub-grids)."""
   compile_cache.use()
-  steps = _checks.positive_int("steps", steps)
+  _check_agents(plan.unchecked, plan.sweep.steps)
   seed = seed_list([seed])
-  plan, runs, mesh, choice, _ = _setup(build, grid, steps, static, devices, seed_batch)
   chunk = None if every is None else _checks.positive_int("every", every)
-  options = driver.Options(chunk=chunk, seed_batch=choice.seed_batch)
-  out = _on_devices(lambda m: driver.trajectory(plan._replace(seeds=seed), options, mesh=m,
-                                                states=every is not None), mesh)
-  return out, plan.grid, runs
-
-
-def _setup(build, grid, steps, static, devices, seed_batch):
-  """(driver sweep without seeds, runs of a list of sub-grids, mesh, seed batch `Choice`,
-  state bytes a seed) of a sweep, every grid point checked."""
-  build, expanded, static = grid_lib.expand(build, grid, static)
-  runs = grid_lib.run_table(grid)
-  plan, family, envs = _plan(build, expanded, steps, static)
-  mesh = devices_lib.seed_mesh(devices)
-  state = _state_bytes(plan)
-  choice = (_seed_batch(plan, family, envs, mesh, state) if seed_batch is None
-            else batching.given(seed_batch))
-  return plan, runs, mesh, choice, state
+  options = driver.Options(chunk=chunk, seed_batch=plan.seed_batch.seed_batch)
+  out = _on_devices(lambda m: driver.trajectory(plan.sweep._replace(seeds=seed), options,
+                                                mesh=m, states=every is not None), plan.mesh)
+  return out, plan.sweep.grid, plan.runs
 
 
 def _on_devices(go, mesh):
@@ -158,42 +236,24 @@ def _on_devices(go, mesh):
     return go(None)
 
 
-def _plan(build, grid, steps, static) -> tuple[driver.Sweep, registry.Family | None, list]:
-  """The driver's sweep (seeds None: the caller sets them once their memory is checked),
-  every grid point built concretely first (ValueError for a bad one), the environment's
-  family and every grid point's environment."""
-  fields = Grid(grid)                       # checks the values before `build` sees them
-  built = [_built(build, point, check=False) for point in fields.each()]
-  first = {}
-  for env, agent in built:
-    first.setdefault(agent.name, (env, agent))
-  for env, agent in first.values():
-    protocol.check(env, agent, steps)       # once an agent: a trace, not a compile
-  envs = [env for env, _ in built]
-  family = family_of(envs[0])
-  if static is None:
-    static = sorted(family.static_names()) if family is not None else ()
-  return _driver_sweep(build, grid, None, steps, static), family, envs
-
-
 def default_seed_batch(build, grid, steps: int, *, static: Sequence[str],
                        envs: Sequence[Any], devices: int | None = None) -> batching.Choice:
   """The default seed batch of a sweep over `grid`, whose grid points' environments are
   `envs` (`rbx.core.batching`: whatever the number of seeds); the grid is not validated again."""
   build, grid, static = grid_lib.expand(build, grid, static)
-  plan = _driver_sweep(build, grid, None, steps, static)
-  return _seed_batch(plan, family_of(envs[0]), envs, devices_lib.seed_mesh(devices),
-                     _state_bytes(plan))
+  work = _driver_sweep(build, grid, None, steps, static)
+  return _seed_batch(work, family_of(envs[0]), envs, devices_lib.seed_mesh(devices),
+                     _state_bytes(work))
 
 
-def _seed_batch(plan: driver.Sweep, family: registry.Family | None, envs, mesh,
+def _seed_batch(work: driver.Sweep, family: registry.Family | None, envs, mesh,
                 state: int) -> batching.Choice:
-  """`default_seed_batch` of a plan whose state is `state` bytes a seed: a function of the
-  config and the device kind, not of the number of seeds (`rbx.core.batching`)."""
+  """`default_seed_batch` of a driver sweep whose state is `state` bytes a seed: a function
+  of the config and the device kind, not of the number of seeds (`rbx.core.batching`)."""
   family = family or registry.Family("")
   used = _used(mesh)
   # a batch steps its seeds at every numeric grid point at once (they are vmapped together)
-  per_seed = family.working_set(envs, state) * plan.grid.num_points
+  per_seed = family.working_set(envs, state) * work.grid.num_points
   return batching.choose(used[0].platform, memory.device_total(used), per_seed,
                          family.cpu_choice(envs))
 
@@ -203,36 +263,25 @@ def _used(mesh) -> list:
   return jax.local_devices()[:1] if mesh is None else list(mesh.devices.flat)
 
 
-def check_memory(build, grid, seeds: int, steps: int, *, static: Sequence[str],
-                 devices: int | None = None, seed_batch: int | batching.Choice = 64,
-                 chunk: int | None = None, record: str = "steps", log_points: int = 50,
-                 seed_block: int | None = None, checkpoint: bool = False) -> memory.Estimate:
-  """The memory estimate of sweeping `seeds` seeds (`rbx.core.memory`; `checkpoint`: a
-  checkpoint is written after every chunk); ValueError stating it, the limit and the fix when
-  it does not fit on this machine. The grid is not validated again."""
-  options = driver.Options(chunk=chunk, record=record, log_points=log_points,
-                           seed_batch=batching.given(seed_batch).seed_batch,
-                           seed_block=seed_block)
-  build, grid, static = grid_lib.expand(build, grid, static)
-  plan = _driver_sweep(build, grid, None, steps, static)
-  return _check_memory(plan, options, _checks.positive_int("seeds", seeds),
-                       devices_lib.seed_mesh(devices), checkpoint, _state_bytes(plan))
-
-
-def _check_memory(plan: driver.Sweep, options: driver.Options, num_seeds: int, mesh,
-                  checkpoint: bool, state: int) -> memory.Estimate:
-  chunk = plan.steps if options.chunk is None else _checks.positive_int("chunk", options.chunk)
-  block = math.ceil(num_seeds / jax.process_count())
-  if options.seed_block is not None:
-    block = min(block, _checks.positive_int("seed_block", options.seed_block))
-  _checks.choice("record", options.record, RECORDS)
-  recorded = (plan.steps if options.record == "steps"       # not recorded_steps: T may be huge
-              else recorded_steps(options.record, plan.steps, options.log_points).size)
-  used = _used(mesh)
+def check_memory(plan: Plan, seeds: int, options: RunOptions = RunOptions(),
+                 checkpoint: bool = False) -> memory.Estimate:
+  """The memory estimate of running `plan` over `seeds` seeds as `options` say
+  (`rbx.core.memory`; `checkpoint`: a checkpoint is written after every chunk); ValueError
+  stating it, the limit and the fix when it does not fit on this machine."""
+  work, driven = plan.sweep, _driver_options(plan, options)
+  seeds = _checks.positive_int("seeds", seeds)
+  chunk = work.steps if driven.chunk is None else _checks.positive_int("chunk", driven.chunk)
+  block = math.ceil(seeds / jax.process_count())
+  if driven.seed_block is not None:
+    block = min(block, _checks.positive_int("seed_block", driven.seed_block))
+  _checks.choice("record", driven.record, RECORDS)
+  recorded = (work.steps if driven.record == "steps"       # not recorded_steps: T may be huge
+              else recorded_steps(driven.record, work.steps, driven.log_points).size)
+  used = _used(plan.mesh)
   need = memory.estimate(
-      combos=len(plan.grid.combos()), points=plan.grid.num_points, seeds=num_seeds,
-      recorded=recorded, record=options.record, block=block, chunk=min(chunk, plan.steps),
-      state=state, devices=len(used), seed_batch=options.seed_batch,
+      combos=len(work.grid.combos()), points=work.grid.num_points, seeds=seeds,
+      recorded=recorded, record=driven.record, block=block, chunk=min(chunk, work.steps),
+      state=plan.state_bytes, devices=len(used), seed_batch=driven.seed_batch,
       checkpoint=checkpoint)
   memory.check(need, used)
   return need
@@ -250,9 +299,9 @@ def state_bytes(build, grid, steps: int, static: Sequence[str]) -> int:
   return _state_bytes(_driver_sweep(build, grid, None, steps, static))
 
 
-def _state_bytes(plan: driver.Sweep) -> int:
-  grid = plan.grid
-  return max(driver.state_bytes(plan._replace(grid=Grid(
+def _state_bytes(work: driver.Sweep) -> int:
+  grid = work.grid
+  return max(driver.state_bytes(work._replace(grid=Grid(
       {**grid.values, **{f: [v] for f, v in combo.items()}}, static=grid.static)))
              for combo in grid.combos())
 
@@ -266,8 +315,7 @@ def family_of(env) -> registry.Family | None:
 
 
 def _built(build, point: dict[str, Any], check: bool = True):
-  """`build(**point)` at a concrete point, checked (with `check`, the agent protocol too,
-  `protocol.check`): (env, agent)."""
+  """`build(**point)` at a concrete point, `_checked`: (env, agent)."""
   try:
     built = build(**point)
   except TypeError as e:
@@ -275,7 +323,12 @@ def _built(build, point: dict[str, Any], check: bool = True):
                      "arguments and returns (env, agent))") from e
   if not (isinstance(built, tuple) and len(built) == 2):
     raise ValueError(f"build must return (env, agent), got {type(built).__name__}")
-  env, agent = built
+  return _checked(*built, check=check)
+
+
+def _checked(env, agent, check: bool = True):
+  """(env, agent), checked to be an rbx environment and agent of one family (with `check`,
+  the agent protocol too, `protocol.check`)."""
   if not isinstance(agent, protocol.Agent):
     raise ValueError(f"agent must be an rbx.core.Agent (e.g. from rbx.rlhf.get or "
                      f"rbx.neural.get), got {type(agent).__name__}")
@@ -326,17 +379,17 @@ def simulate(env, agent: protocol.Agent, key, steps: int, horizon: int | None = 
     _checks.positive_int("horizon", horizon)
   env, agent = _built(lambda: (env, agent), {})
   horizon = steps if horizon is None else horizon
-  plan = driver.Sweep(lambda hp: protocol.pair(env, agent, horizon), Grid({}), np.zeros(1), steps)
+  work = driver.Sweep(lambda hp: protocol.pair(env, agent, horizon), Grid({}), np.zeros(1), steps)
   mesh = devices_lib.seed_mesh(devices)
   cached = (id(env), agent, steps, horizon, seed_batch, None if mesh is None else mesh.devices.size)
   if cached not in _SIMULATED:              # a loop over seeds plans and compiles once
-    choice = (_seed_batch(plan, family_of(env), [env], mesh, _state_bytes(plan))
+    choice = (_seed_batch(work, family_of(env), [env], mesh, _state_bytes(work))
               if seed_batch is None else batching.given(seed_batch))
     if len(_SIMULATED) >= 16:
       _SIMULATED.pop(next(iter(_SIMULATED)))
     _SIMULATED[cached] = (env, choice.seed_batch, {})
   _, width, compiled = _SIMULATED[cached]
-  out = driver.trajectory(plan, driver.Options(seed_batch=width), mesh=mesh,
+  out = driver.trajectory(work, driver.Options(seed_batch=width), mesh=mesh,
                           keys=driver.key_data(jnp.asarray(key)[None]), compiled=compiled)
   return jax.tree.map(lambda x: jnp.asarray(x[0, 0]), out.kept[0])
 

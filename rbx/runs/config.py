@@ -88,9 +88,12 @@ classification bandit) is given them here: its [env] table names a data set with
 `rbx.data.load` into `Config.fixed`, so the families never read files. A `dataset` path and
 `data_dir` are relative to the config's folder (`load`).
 
-A `Config` is complete once `load` returns it: its `build` (`rbx.core.registry.Build`) and
-`effective` values are resolved there, once, so `rbx.core` gets plain values and never
-calls back into this module (which sits above it, below `rbx.runs.experiment` and `rbx.cli`).
+A `Config` is complete once `load` returns it: parsed, validated, its modules imported and
+its sweep planned there, once — its `build` (`rbx.core.registry.Build`), `effective` values,
+`imports` and `plan` (`rbx.core.sweep.Plan`: every grid point checked, the seed batch chosen),
+which the memory check, `rbx.runs.experiment` (the run and its metadata), `rbx trace` and
+`rbx report` read. So `rbx.core` gets plain values and never calls back into this module
+(which sits above it, below `rbx.runs.experiment` and `rbx.cli`).
 """
 from __future__ import annotations
 
@@ -109,7 +112,7 @@ import tomli_w
 
 from rbx import _checks
 from rbx import data as data_lib
-from rbx.core import batching, registry
+from rbx.core import registry
 from rbx.core import sweep as sweep_lib
 from rbx.core.grid import RUN, Grid, runs
 from rbx.core.record import RECORDS
@@ -188,17 +191,20 @@ class Config(NamedTuple):
     fixed: the fixed parameters (from [env] and [agent], the agent's name as "agent").
     grid: field -> values, in the config's order; or a list of such sub-grids ([[grid]]).
     seeds: the seeds, int array (from n, a list or "START:STOP").
-    steps, chunk, record, log_points, seed_batch, seed_block, devices: how to run.
-    seed_batch_reason: why `seed_batch` ("set by the user" or `rbx.core.batching`'s words).
+    steps, chunk, record, log_points, seed_block, devices: how to run.
     out: the run directory.
     text: the config file's text.
+    imports: each `import` entry -> its module's file (`import_modules`).
     build: `build(**point) -> (env, agent)` of one grid point (its grid values, traced or
       concrete), for `rbx.sweep` (`rbx.core.registry.Build`).
     effective: the value every parameter runs with, defaults included, as JSON data:
       {"env": {"name": ..., param: value}, "agent": {agent name: {param: value}}}, the grid
       fields left out (they are in `grid`); see the module docstring.
+    plan: the sweep planned once (`rbx.core.sweep.Plan`: every grid point checked, the seed
+      batch chosen), which the memory check, the run and its metadata read.
 
-  Parameters it does not set run with their constructors' defaults, which `effective` records.
+  Parameters it does not set run with their constructors' defaults, which `effective` records;
+  `seed_batch` and `seed_batch_reason` are the plan's.
   """
   family: str
   title: str
@@ -210,14 +216,24 @@ class Config(NamedTuple):
   chunk: int
   record: str
   log_points: int
-  seed_batch: int
-  seed_batch_reason: str
   seed_block: int | None
   devices: int | None
   out: str
   text: str
+  imports: dict[str, str]
   build: registry.Build
   effective: dict[str, Any]
+  plan: sweep_lib.Plan
+
+  @property
+  def seed_batch(self) -> int:
+    """Seeds vmapped at once per device (the plan's)."""
+    return self.plan.seed_batch.seed_batch
+
+  @property
+  def seed_batch_reason(self) -> str:
+    """Why `seed_batch`: "set by the user" or `rbx.core.batching`'s words."""
+    return self.plan.seed_batch.reason
 
   def static(self) -> list[str]:
     """The grid fields looped over in Python: those declared static (or not real); "run"
@@ -237,10 +253,18 @@ class Config(NamedTuple):
     return _parameters(registry.get(self.family), self.env, self._agents())[name]
 
   def sweep_options(self) -> dict[str, Any]:
-    """The keyword arguments of `rbx.sweep` that this config sets."""
-    return dict(static=self.static(), devices=self.devices,
-                seed_batch=batching.Choice(self.seed_batch, self.seed_batch_reason),
-                chunk=self.chunk, record=self.record, log_points=self.log_points,
+    """The keyword arguments of `rbx.sweep` that this config sets: its plan's and its
+    `run_options`'."""
+    return dict(static=self.static(), devices=self.devices, seed_batch=self.plan.seed_batch,
+                **self._run_keys())
+
+  def run_options(self, **hooks) -> sweep_lib.RunOptions:
+    """How `plan` runs (`rbx.core.sweep.run`), with `hooks` (progress, start, on_chunk, stop,
+    compiles)."""
+    return sweep_lib.RunOptions(**self._run_keys(), **hooks)
+
+  def _run_keys(self) -> dict[str, Any]:
+    return dict(chunk=self.chunk, record=self.record, log_points=self.log_points,
                 seed_block=self.seed_block)
 
   def digest(self) -> str:
@@ -377,24 +401,10 @@ def parse_setting(setting: str) -> tuple[str, Any]:
 
 
 def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) -> Config:
-  """Validates a config given as TOML text (see the module docstring)."""
-  try:
-    raw = tomllib.loads(text)
-  except tomllib.TOMLDecodeError as e:
-    raise ConfigError(f"config is not valid TOML: {e}") from e
-  for key in raw:
-    _checks_key("config key", key, list(RUN_KEYS) + list(TABLES))
+  """Validates a config given as TOML text, imports its modules and plans its sweep, once
+  (see the module docstring)."""
+  raw, imports = _parse(text)
   run = {k: v for k, v in raw.items() if k not in TABLES}
-  for key, value in run.items():
-    _check_run_value(key, value)
-  import_modules(run.get("import", []))       # before the names they register are checked
-  for table in TABLES:
-    value = raw.get(table, {})
-    if not (isinstance(value, dict) or (table == "grid" and isinstance(value, list) and value
-                                        and all(isinstance(g, dict) for g in value))):
-      raise ConfigError(f"config [{table}] must be a table"
-                        + (" or an array of tables ([[grid]])" if table == "grid" else "")
-                        + f", got {value!r}")
   if "family" not in run:
     raise ConfigError(f"config needs family = one of {list(registry.FAMILIES)}")
   fam_name = _wrap(lambda: _checks.choice("family", run["family"], registry.FAMILIES))
@@ -403,7 +413,6 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   seeds = _need(run, "seeds")
   if isinstance(seeds, str):
     seeds = _wrap(lambda: _checks.seed_range(seeds), "config ")
-  chunk = min(run.get("chunk", DEFAULT_CHUNK), steps)       # a chunk longer than the run: one chunk
   record = _wrap(lambda: _checks.choice("record", run.get("record", RUN_KEYS["record"].default),
                                         RECORDS))
 
@@ -418,10 +427,59 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
   env_name = _wrap(lambda: _checks.choice("env.name", env_table.pop("name"), family.envs))
   if "name" in agent_table:
     agent_table["agent"] = agent_table.pop("name")
-  if "agent" not in agent_table and not all("agent" in g for g in subgrids.values()):
-    raise ConfigError(f"config needs an agent: [agent] name = one of {list(family.agents)}, or "
-                      "[grid] agent = [...] (in every [[grid]])")
+  agents = _agents(fam_name, run, agent_table, subgrids)
+  fixed, where = _values(family, env_name, agents,
+                         {"env": env_table, "agent": agent_table, **subgrids})
+  if all(f in family.envs[env_name].params for f in DATA_FIELDS):
+    fixed = _read_dataset(fixed, env_name)
+  if isinstance(grid, list):
+    _wrap(lambda: runs(grid), "config ")      # no run in two sub-grids
+  num_seeds = len(seeds) if isinstance(seeds, range) else _num_seeds(seeds)
+  config = _planned(Config(
+      family=fam_name, title=run.get("title", ""), env=env_name, fixed=fixed, grid=grid,
+      seeds=np.zeros(0, np.int64),     # made once their memory is checked, below
+      steps=steps, chunk=min(run.get("chunk", DEFAULT_CHUNK), steps),   # at most one chunk
+      record=record, log_points=run.get("log_points", RUN_KEYS["log_points"].default),
+      seed_block=run.get("seed_block"), devices=run.get("devices"),
+      out=out or run.get("out", default_out), text=text, imports=imports,
+      build=registry.Build(family, env_name, fixed, steps), effective={}, plan=None),
+      where, run.get("seed_batch"))
+  _wrap(lambda: sweep_lib.check_memory(config.plan, num_seeds, config.run_options(),
+                                       checkpoint=True))
+  return config._replace(seeds=np.arange(seeds) if isinstance(seeds, int) else np.asarray(seeds))
 
+
+def _parse(text: str) -> tuple[dict[str, Any], dict[str, str]]:
+  """The config `text` read as TOML, its keys and top-level values checked and the modules it
+  imports imported (before the names they register are checked): (the TOML's tables, entry
+  -> the module's file, `import_modules`)."""
+  try:
+    raw = tomllib.loads(text)
+  except tomllib.TOMLDecodeError as e:
+    raise ConfigError(f"config is not valid TOML: {e}") from e
+  for key in raw:
+    _checks_key("config key", key, list(RUN_KEYS) + list(TABLES))
+  for key, value in raw.items():
+    if key not in TABLES:
+      _check_run_value(key, value)
+  imports = import_modules(raw.get("import", []))
+  for table in TABLES:
+    value = raw.get(table, {})
+    if not (isinstance(value, dict) or (table == "grid" and isinstance(value, list) and value
+                                        and all(isinstance(g, dict) for g in value))):
+      raise ConfigError(f"config [{table}] must be a table"
+                        + (" or an array of tables ([[grid]])" if table == "grid" else "")
+                        + f", got {value!r}")
+  return raw, imports
+
+
+def _agents(family: str, run: dict, agent_table: dict, subgrids: dict) -> list[str]:
+  """The agents of `family` that the config names — [agent]'s, or each sub-grid's list — in
+  order, each once; the sub-grids' values checked."""
+  names = registry.FAMILIES[family].agents
+  if "agent" not in agent_table and not all("agent" in g for g in subgrids.values()):
+    raise ConfigError(f"config needs an agent: [agent] name = one of {list(names)}, or "
+                      "[grid] agent = [...] (in every [[grid]])")
   agents = []
   for table, sub in subgrids.items():
     for key, values in sub.items():
@@ -431,21 +489,27 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
       where = f"{table}.agent[{i}]" if "agent" in sub else "agent.name"
       if not isinstance(a, str):
         raise ConfigError(f"config {where} must be a string, got {a!r}")
-      if a not in family.agents:
-        _other_family(fam_name, "agents", where, a)
-        _wrap(lambda: _checks.choice(where, a, family.agents), _unregistered(run, a))
+      if a not in names:
+        _other_family(family, "agents", where, a)
+        _wrap(lambda: _checks.choice(where, a, names), _unregistered(run, a))
       agents += [a] * (a not in agents)
-  params = _parameters(family, env_name, agents)
-  env_keys = list(env_params(family, env_name))
-  allowed = {"env": env_keys, "agent": [k for k in params if k not in env_keys],
-             **{table: list(params) for table in subgrids}}
+  return agents
 
+
+def _values(family: registry.Family, env: str, agents: list[str],
+            tables: dict[str, dict]) -> tuple[dict[str, Any], dict[str, str]]:
+  """(the fixed values, key -> the table that sets it) of `tables` — "env", "agent" and the
+  sub-grids, name -> entries — each key checked to be one its table may set, and set once,
+  and each value its kind."""
+  params = _parameters(family, env, agents)
+  env_keys = list(env_params(family, env))
+  allowed = {"env": env_keys, "agent": [k for k in params if k not in env_keys]}
   fixed, where = {}, {}
-  for table, entries in (("env", env_table), ("agent", agent_table), *subgrids.items()):
+  for table, entries in tables.items():
     for key, value in entries.items():
       if key in where and not (table.startswith("grid[") and where[key].startswith("grid[")):
         raise ConfigError(f"config {table}.{key} is already set in [{where[key]}]; set it once")
-      _checks_key(f"{table} key", key, allowed[table])
+      _checks_key(f"{table} key", key, allowed.get(table, params))
       where.setdefault(key, table)
       if table.startswith("grid"):
         if key in DATASET:
@@ -458,32 +522,19 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
           _check_kind(f"{table}.{key}[{i}]", v, params[key])
       else:
         fixed[key] = _check_kind(f"{table}.{key}", value, params[key])
+  return fixed, where
 
-  if all(f in family.envs[env_name].params for f in DATA_FIELDS):
-    fixed = _read_dataset(fixed, env_name)
-  if isinstance(grid, list):
-    _wrap(lambda: runs(grid), "config ")      # no run in two sub-grids
-  seed_block = run.get("seed_block")
-  num_seeds = len(seeds) if isinstance(seeds, range) else _num_seeds(seeds)
-  config = Config(family=fam_name, title=run.get("title", ""), env=env_name, fixed=fixed, grid=grid,
-                  seeds=np.zeros(0, np.int64),     # made once their memory is checked, below
-                  steps=steps, chunk=chunk, record=record,
-                  log_points=run.get("log_points", RUN_KEYS["log_points"].default),
-                  seed_batch=run.get("seed_batch"),     # None: the default, set below
-                  seed_batch_reason=batching.USER,
-                  seed_block=seed_block, devices=run.get("devices"),
-                  out=out or run.get("out", default_out), text=text,
-                  build=registry.Build(family, env_name, fixed, steps), effective={})
-  envs = _check_points(config, where)
-  config = config._replace(effective=_resolve_effective(config, family, envs))
-  if config.seed_batch is None:
-    choice = _wrap(lambda: sweep_lib.default_seed_batch(
-        config.build, config.grid, steps, static=config.static(), envs=envs,
-        devices=config.devices))
-    config = config._replace(seed_batch=choice.seed_batch, seed_batch_reason=choice.reason)
-  _wrap(lambda: sweep_lib.check_memory(config.build, config.grid, num_seeds, steps,
-                                       checkpoint=True, **config.sweep_options()))
-  return config._replace(seeds=np.arange(seeds) if isinstance(seeds, int) else np.asarray(seeds))
+
+def _planned(config: Config, where: dict[str, str], seed_batch: int | None) -> Config:
+  """`config` with its effective values and its sweep's plan (`rbx.core.sweep.plan`, of the
+  grid points `_check_points` built; `seed_batch` None: the default)."""
+  built = _check_points(config, where)
+  family = registry.FAMILIES[config.family]
+  config = config._replace(effective=_resolve_effective(config, family,
+                                                        [env for env, _ in built]))
+  return config._replace(plan=_wrap(lambda: sweep_lib.plan(
+      config.build, config.grid, config.steps, static=config.static(), devices=config.devices,
+      seed_batch=seed_batch, built=built, check=False)))   # traced when it runs
 
 
 def _resolve_effective(config: Config, family: registry.Family, envs: list) -> dict[str, Any]:
@@ -545,12 +596,12 @@ def as_data(value):
 
 
 def _check_points(config: Config, where: dict[str, str]) -> list:
-  """Builds every grid point's environment and agent concretely (no tracing); returns the
-  environments, in `Config.points` order."""
-  envs = []
+  """Every grid point's (environment, agent), built concretely (no tracing), in
+  `Config.points` order; a bad point's error names its key."""
+  built = []
   for point in config.points():
     try:
-      envs.append(config.build(**point)[0])
+      built.append(config.build(**point))
     except ValueError as e:
       msg = str(e)
       field = msg.split("=")[0].split(" ")[0]
@@ -559,7 +610,7 @@ def _check_points(config: Config, where: dict[str, str]) -> list:
       raise ConfigError(f"config{loc}{at}: {msg}") from e
     except (OSError, TypeError) as e:
       raise ConfigError(f"config [env] {config.env}: {e}") from e
-  return envs
+  return built
 
 
 def _parameters(family: registry.Family, env: str, agents: list[str]) -> dict[str, Param]:

@@ -43,8 +43,7 @@ import numpy as np
 import tomli_w
 
 from rbx._version import __version__
-from rbx.core import devices, driver, reproducibility
-from rbx.core import grid as grid_lib
+from rbx.core import driver, reproducibility
 from rbx.core import sweep as sweep_lib
 from rbx.core.results import Results
 from rbx.runs import checkpoint, rundir, store
@@ -148,7 +147,7 @@ def _resume(directory: Path, progress, echo) -> str:
   if meta["digest"] != config.digest():
     raise checkpoint.CheckpointError(f"{path} was written by a different config than "
                                      f"{directory / store.CONFIG}")
-  n_dev = _num_devices(devices.seed_mesh(config.devices))
+  n_dev = _num_devices(config.plan.mesh)
   if meta["devices"] != n_dev or meta["processes"] != jax.process_count():
     raise checkpoint.CheckpointError(
         f"{path} was written with {meta['devices']} device(s) x {meta['processes']} process(es); "
@@ -162,11 +161,10 @@ def _resume(directory: Path, progress, echo) -> str:
 
 
 def _execute(config, directory: Path, start, progress, echo) -> str:
-  mesh = devices.seed_mesh(config.devices)
   path = checkpoint_path(directory)
   meta_path = directory / store.METADATA
   metadata = (store.read_json(meta_path) if start is not None and meta_path.is_file()
-              else _environment(config, mesh))
+              else _environment(config))
   segment = {"started": rundir.now()}
   metadata.setdefault("segments", []).append(segment)
   metadata["status"] = RUNNING
@@ -174,6 +172,7 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
   _write_metadata(meta_path, metadata)
   begin = time.perf_counter()
   compiles = []
+  digest, n_dev = config.digest(), _num_devices(config.plan.mesh)
 
   def save(snapshot: driver.Snapshot) -> None:
     arrays = {f"carry.{i}": leaf for i, leaf in enumerate(snapshot.carry or [])}
@@ -181,14 +180,13 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
     arrays["records.cum"] = snapshot.records["cum"]
     checkpoint.save(path, arrays, {
         "unit": snapshot.unit, "t": snapshot.t, "leaves": len(snapshot.carry or []),
-        "stats": snapshot.stats, "digest": config.digest(), "devices": _num_devices(mesh),
+        "stats": snapshot.stats, "digest": digest, "devices": n_dev,
         "processes": jax.process_count()})
 
   try:
     with _StopOnSignal(echo) as stop:
-      res = sweep_lib.sweep(config.build, config.grid, config.seeds, config.steps,
-                            **config.sweep_options(), progress=progress, start=start,
-                            on_chunk=save, stop=stop, compiles=compiles)
+      res = sweep_lib.run(config.plan, config.seeds, config.run_options(
+          progress=progress, start=start, on_chunk=save, stop=stop, compiles=compiles))
     if res.complete and jax.process_index() == 0:
       store.save(res, directory, overwrite=True)           # the run's own directory
   except BaseException as e:       # whatever ends the run, its status says so
@@ -285,8 +283,10 @@ def _num_devices(mesh) -> int:
   return 1 if mesh is None else int(mesh.devices.size)
 
 
-def _environment(config, mesh) -> dict:
-  grid = grid_lib.expand(None, config.grid, ())[1]
+def _environment(config) -> dict:
+  """metadata.json's start: where and with what `config` runs, read from its plan."""
+  plan = config.plan
+  grid, mesh = plan.sweep.grid, plan.mesh
   return {
       "title": config.title, "family": config.family, "status": RUNNING, "started": rundir.now(),
       "versions": {"rbx": __version__, "rbx_source": reproducibility.source_digest(),
@@ -298,15 +298,12 @@ def _environment(config, mesh) -> dict:
       "platform": platform.platform(), "backend": jax.default_backend(),
       "devices": [str(d) for d in jax.devices()], "local_devices_used": _num_devices(mesh),
       "processes": jax.process_count(),
-      "sizes": {"grid": [len(v) for v in grid.values()], "grid_fields": list(grid),
+      "sizes": {"grid": list(grid.shape), "grid_fields": list(grid.fields),
                 "seeds": int(config.seeds.size), "steps": config.steps, "chunk": config.chunk,
                 "seed_batch": config.seed_batch,
                 "seed_batch_reason": config.seed_batch_reason, "seed_block": config.seed_block,
-                "record": config.record,
-                "state_bytes_per_seed": sweep_lib.state_bytes(config.build, config.grid,
-                                                              config.steps, config.static())},
-      "effective": config.effective,
-      "imports": config_lib.import_modules(tomllib.loads(config.text).get("import", [])),
+                "record": config.record, "state_bytes_per_seed": plan.state_bytes},
+      "effective": config.effective, "imports": config.imports,
   }
 
 

@@ -19,7 +19,6 @@ import numpy as np
 
 from rbx.core import plots, registry
 from rbx.core import results as results_lib
-from rbx.core.grid import Grid, expand, run_table
 from rbx.core.record import Recorder
 from rbx.runs import checkpoint, experiment, rundir, store
 from rbx.runs import config as config_lib
@@ -66,7 +65,7 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   if meta["digest"] != config.digest():
     raise checkpoint.CheckpointError(f"{path} was written by a different config than "
                                      f"{directory / store.CONFIG}")
-  grid = Grid(*expand(None, config.grid, config.static())[1:])
+  grid = config.plan.sweep.grid
   recorder = Recorder(config.record, config.steps,
                       (len(grid.combos()), grid.num_points, config.seeds.size), config.log_points)
   recorder.restore({"data": arrays["records.data"], "cum": arrays["records.cum"]})
@@ -75,7 +74,7 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
       grid, config.seeds, recorder, recorder.data, complete=False, timing=meta["stats"],
       config=tomllib.loads(text),
       metadata={**store.read_json(meta_path), plots.REACHED: reached},
-      runs=run_table(config.grid)))
+      runs=config.plan.runs))
 
 
 def partial(res: results_lib.Results) -> results_lib.Results:

@@ -79,9 +79,7 @@ def trace(directory: str | os.PathLike, seed: int, every: int | None = None,
   if mismatch:
     print(f"rbx trace: note: this machine differs from the run's in {', '.join(mismatch)}; "
           "the trace may part from the run's trajectory (docs/reproducibility.md)")
-  out, grid, _ = sweep_lib.trajectory(
-      config.build, config.grid, seed, config.steps, static=config.static(),
-      devices=config.devices, seed_batch=config.sweep_options()["seed_batch"], every=every)
+  out, grid, _ = sweep_lib.trajectory(config.plan, seed, every)
   kept = _flat(out.kept, lambda k: k)
   steps = {name: grid.arrange(np.stack(parts)[:, :, 0]) for name, parts in kept.items()}
   state_steps = np.asarray([t for t, _ in out.states[0]], np.int64)

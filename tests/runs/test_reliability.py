@@ -1,6 +1,7 @@
 """Nothing crashes, nothing is silent: a sweep too big for the machine is refused before it
 allocates, a run that dies says so in its status, one process runs a directory at a time, and
 every parameter's effective value is recorded."""
+import dataclasses
 import json
 import os
 import signal
@@ -108,21 +109,22 @@ def test_the_estimate_adds_up_the_records_the_state_and_a_chunk():
 # ------------------------------------------------------------------ a run that dies says so
 
 def _failing_sweep(monkeypatch, error, after_chunks):
-  """`rbx.sweep` raising `error` after `after_chunks` chunks (their checkpoints written)."""
-  real = sweep_lib.sweep
+  """A run's sweep (`rbx.core.sweep.run`) raising `error` after `after_chunks` chunks (their
+  checkpoints written)."""
+  real = sweep_lib.run
 
-  def sweep(*args, on_chunk, **kwargs):
+  def run(plan, seeds, options):
     seen = []
 
     def save(snapshot):
-      on_chunk(snapshot)
+      options.on_chunk(snapshot)
       seen.append(1)
       if len(seen) >= after_chunks:
         raise error
     if after_chunks == 0:
       raise error
-    return real(*args, on_chunk=save, **kwargs)
-  monkeypatch.setattr(experiment.sweep_lib, "sweep", sweep)
+    return real(plan, seeds, dataclasses.replace(options, on_chunk=save))
+  monkeypatch.setattr(experiment.sweep_lib, "run", run)
 
 
 @pytest.mark.parametrize("error,status", [(RuntimeError("boom"), "failed"),

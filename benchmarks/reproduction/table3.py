@@ -14,16 +14,16 @@ and NeuralRBMLE-GA (which has no Z):
   solve) from gradients already computed (the index needs them anyway) — jitted on its own,
   timed the same way.
 
-    python -m benchmarks.throughput.table3_timing [--history 1000] [--repeats 20] [--exact]
+    python -m benchmarks.reproduction.table3 [--history 1000] [--repeats 20] [--exact]
 """
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from benchmarks import timing
 from benchmarks.reference.covertype_like import covertype_like
 
 from rbx import neural
@@ -35,14 +35,11 @@ AGENTS = {"rbmle_ga": {}, "neural_ucb (diag)": {"precision": "diag"},
 EXACT = {"neural_ucb (exact)": {"precision": "exact"}, "neural_ts (exact)": {"precision": "exact"}}
 
 
-def _median_seconds(f, *args, repeats):
-  jax.block_until_ready(f(*args))                       # compile and warm up
-  times = []
-  for _ in range(repeats):
-    begin = time.perf_counter()
-    jax.block_until_ready(f(*args))
-    times.append(time.perf_counter() - begin)
-  return float(np.median(times))
+def agent(name: str, extra: dict, width: int, train_steps: int):
+  """Neural agent `name` at the table's settings (η = λ = 10⁻³, ν = 0.1), with `extra` (e.g.
+  the precision)."""
+  return neural.get(name, width=width, train_steps=train_steps, eta=1e-3, lam=1e-3, nu=0.1,
+                    **extra)
 
 
 def measure(env, name: str, extra: dict, width: int, train_steps: int, history: int,
@@ -50,17 +47,15 @@ def measure(env, name: str, extra: dict, width: int, train_steps: int, history: 
   """(t_step, t_Z) in seconds for agent `name` (with `extra` settings, e.g. the precision) on
   `env` after `history` rounds of its own play in a buffer of `capacity`; t_Z is None for an
   agent without Z (NeuralRBMLE-GA), t_step None without `step` (t_Z does not depend on t)."""
-  agent = neural.get(name, width=width, train_steps=train_steps, eta=1e-3, lam=1e-3, nu=0.1,
-                     **extra)
-  run = protocol.pair(env, agent, capacity)
+  run = protocol.pair(env, agent(name, extra, width, train_steps), capacity)
   key = jax.random.key(0)
   # jitted and donated, so that no more than one p × p Z⁻¹ is held at a time
   carry = jax.jit(lambda c: protocol.scan(run, key, c, 1, history, lambda tr: ())[0],
                   donate_argnums=0)(jax.jit(run.init)(key))
   t_step = None
   if step:
-    t_step = _median_seconds(jax.jit(lambda c: run.step(c, key, history + 1)[0]), carry,
-                             repeats=repeats)
+    t_step = float(np.median(timing.calls(jax.jit(lambda c: run.step(c, key, history + 1)[0]),
+                                          carry, repeats=repeats)[1]))
   if "precision" not in extra:
     return t_step, None
   state = carry[1]
@@ -81,14 +76,9 @@ def measure(env, name: str, extra: dict, width: int, train_steps: int, history: 
   # an update independent of it (a fixed arm), the compiled program copies the whole p × p
   # matrix first (`copy(...)` of the parameter in its HLO) so that the solve can still read the
   # old one
-  work = jax.jit(z_work, donate_argnums=0)
-  z = jax.block_until_ready(work(state.z, g, obs.block)[0])
-  times = []
-  for _ in range(repeats):
-    begin = time.perf_counter()
-    z = jax.block_until_ready(work(z, g, obs.block))[0]
-    times.append(time.perf_counter() - begin)
-  return t_step, float(np.median(times))
+  t_z = timing.calls(jax.jit(z_work, donate_argnums=0), state.z, g, obs.block, repeats=repeats,
+                     chain=lambda out: (out[0], g, obs.block))[1]
+  return t_step, float(np.median(t_z))
 
 
 def main(argv=None) -> None:
