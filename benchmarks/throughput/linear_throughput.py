@@ -1,4 +1,4 @@
-"""Seed-steps per second of the linear agents (`rbx.rlhf.linear_agents`), their flops per step
+"""Seed-steps per second of the linear agents (`rbx.rlhf.learners.linear`), their flops per step
 and the fraction of this machine's measured matmul rate they reach.
 
     python -m benchmarks.throughput.linear_throughput [--prompts 1000 10000] [--dim 16] [--seeds 16]

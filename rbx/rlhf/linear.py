@@ -334,9 +334,12 @@ def _refine(search: _Search, theta, config: SolverConfig):
       p, _, tau = _ascent_step(search, p, slope, tau, config)
     p = p._replace(total=search.total(p.r, p.hi))
   value = search.value(p.theta, p.s, p.hi, p.total)
-  for _ in range(config.iterations - dc):
-    p, value, tau = _ascent_step(search, p, search.alpha * (search.slope(p) - search.cal_mean),
-                                 tau, config, value)
+
+  def step(_, carry):           # a loop, not unrolled: the program holds one step (compile)
+    p, value, tau = carry
+    return _ascent_step(search, p, search.alpha * (search.slope(p) - search.cal_mean), tau,
+                        config, value)
+  p, value, tau = jax.lax.fori_loop(0, config.iterations - dc, step, (p, value, tau))
   return p.theta, value
 
 
@@ -456,7 +459,7 @@ def _cone_step(hessian, normals, g):
 def _solve_spd(m, b):
   """x with m x = b for a symmetric positive definite m (n, n), b (n,) or (n, r): Gaussian
   elimination without pivoting (which such a matrix admits), pure array ops in two loops of
-  n steps: vmapped over seeds and starts it is one batched loop, where a batch of LAPACK
+  n steps (`fori_loop`s: the program holds one step of each): vmapped over seeds and starts it is one batched loop, where a batch of LAPACK
   solves inside the search's vmap stalled XLA's CPU runtime."""
   n = m.shape[0]
   index = jnp.arange(n)
@@ -466,14 +469,9 @@ def _solve_spd(m, b):
     f = jnp.where(index > j, m[:, j] / m[j, j], 0.0)
     return m - f[:, None] * m[j][None, :], b - jnp.outer(f, b[j]).reshape(b.shape)
 
-  carry = (m, b)
-  for j in range(n):
-    carry = eliminate(j, carry)
-  m, b = carry
-  x = jnp.zeros_like(b)
-  for j in reversed(range(n)):
-    x = x.at[j].set((b[j] - m[j] @ x) / m[j, j])
-  return x
+  m, b = jax.lax.fori_loop(0, n, eliminate, (m, b))
+  substitute = lambda i, x: x.at[n - 1 - i].set((b[n - 1 - i] - m[n - 1 - i] @ x) / m[n - 1 - i, n - 1 - i])
+  return jax.lax.fori_loop(0, n, substitute, jnp.zeros_like(b))
 
 
 def _max_step(search: _Search, p: _Point, e):
