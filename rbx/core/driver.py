@@ -121,93 +121,128 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
     stop: polled after every chunk; True ends the run early (`complete=False`).
     progress: a tqdm bar on stderr, or plain lines (`rbx.core.progress.Progress`).
   """
-  T = _checks.positive_int("steps", sweep.steps)
-  chunk = T if options.chunk is None else min(_checks.positive_int("chunk", options.chunk), T)
-  seed_batch = _checks.positive_int("seed_batch", options.seed_batch)
+  T, chunk, seed_batch = _sizes(sweep, options)
   S = sweep.seeds.size
   block = S if options.seed_block is None else _checks.positive_int("seed_block", options.seed_block)
   combos = sweep.grid.combos()
-  points = sweep.grid.points() or {NO_FIELD: np.zeros(1, np.float32)}
+  points = _points(sweep.grid)
   G = sweep.grid.num_points
-  units = [(c, lo, min(lo + block, S)) for c in range(len(combos)) for lo in range(0, S, block)]
   recorder = Recorder(options.record, T, (len(combos), G, S), options.log_points)
   stats = dict(compile_seconds=0.0, run_seconds=0.0, seed_steps=0)
-  u, t_done, restored = 0, 0, None
   if start is not None:
     recorder.restore(start.records)
     stats = dict(start.stats)
-    u, t_done, restored = start.unit, start.t, start.carry
-  n_dev = 1 if mesh is None else mesh.devices.size
   bar = Progress(len(combos) * G * S * T, int(stats["seed_steps"]), enabled=progress)
   programs = _Programs(mesh, stats, bar)
-
-  def unit_programs(unit, t_start, with_init):
-    """What unit `unit` runs from step t_start: its label, padded seeds (host and device),
-    init function, and (key, what, lower) of its programs, `lower() -> (jitted, args)`."""
-    c, lo, hi = units[unit]
-    label = ", ".join(f"{k}={v}" for k, v in combos[c].items()) or "sweep"
-    seeds = _pad(sweep.seeds[lo:hi], n_dev * seed_batch)
-    init_fn, chunk_fn = init_and_chunk(sweep.build, combos[c], seed_batch, mesh)
-    seeds_dev = _put(key_data(seeds), mesh, P("seed"))
-    needed = []
-    if with_init:
-      needed.append((("init", c, seeds.size), f"init for {label} ({seeds.size} seeds)",
-                     lambda: (jax.jit(init_fn), (points, seeds_dev))))
-    full, rest = divmod(T - t_start, chunk)
-    for length in [chunk] * bool(full) + [rest] * bool(rest):
-      needed.append((("chunk", c, seeds.size, length),
-                     f"chunk for {label} ({seeds.size} seeds x {length} steps)",
-                     lambda length=length: (
-                         jax.jit(lambda h, s, x, t: chunk_fn(h, s, x, t, length),
-                                 donate_argnums=2),
-                         (points, seeds_dev,
-                          _sharded(programs.out_info.get(("init", c, seeds.size))
-                                   or jax.eval_shape(init_fn, points, seeds_dev), mesh),
-                          jnp.int32(t_start + 1)))))
-    return label, seeds, init_fn, seeds_dev, needed
-
   try:
+    units = _units(sweep, combos, block, seed_batch, mesh, start)
     # Every program is lowered first (here, in order) and compiled in the background
     # (`_Programs`): a unit runs while later ones compile, and programs of the same text
     # compile once.
-    planned = [unit_programs(v, t_done if v == u else 0, not (v == u and restored is not None))
-               for v in range(u, len(units))]
-    for _, _, _, _, needed in planned:
-      for key, what, lower in needed:
-        programs.lower(key, what, lower)
-    while u < len(units):
-      c, lo, hi = units[u]
-      label, seeds, init_fn, seeds_dev, _ = planned.pop(0)
-      if restored is None:
-        carry = programs.get(("init", c, seeds.size), stop)(points, seeds_dev)
+    for unit in units:
+      _lower(programs, unit, points, T, chunk)
+    for unit in units:
+      if unit.restored is None:
+        carry = programs.get(("init", unit.c, unit.seeds.size), stop)(points, unit.keys)
       else:
-        carry = _restore(jax.eval_shape(init_fn, points, seeds_dev), restored, mesh)
-        restored = None
+        carry = _restore(jax.eval_shape(unit.init, points, unit.keys), unit.restored, mesh)
+      t_done = unit.t
       while t_done < T:
         length = min(chunk, T - t_done)
-        step = programs.get(("chunk", c, seeds.size, length), stop)
+        step = programs.get(("chunk", unit.c, unit.seeds.size, length), stop)
         begin = time.perf_counter()
-        carry, regret = step(points, seeds_dev, carry, jnp.int32(t_done + 1))
-        regret = np.asarray(regret)[:, :hi - lo]
+        carry, regret = step(points, unit.keys, carry, jnp.int32(t_done + 1))
+        regret = np.asarray(regret)[:, :unit.hi - unit.lo]
         stats["run_seconds"] += time.perf_counter() - begin
-        recorder.add(c, slice(lo, hi), t_done + 1, regret)
+        recorder.add(unit.c, slice(unit.lo, unit.hi), t_done + 1, regret)
         t_done += length
         stats["seed_steps"] += regret.size
-        bar.advance(regret.size, f"{label} seeds {lo}..{hi - 1} t={t_done}/{T}")
+        bar.advance(regret.size, f"{unit.label} seeds {unit.lo}..{unit.hi - 1} t={t_done}/{T}")
         last = t_done == T
         if on_chunk is not None:
           leaves = None if last else [np.array(x) for x in jax.tree.leaves(carry)]
-          on_chunk(Snapshot(u + 1 if last else u, 0 if last else t_done, leaves,
+          on_chunk(Snapshot(unit.u + 1 if last else unit.u, 0 if last else t_done, leaves,
                             recorder.state(), dict(stats)))
-        if stop is not None and stop() and not (last and u == len(units) - 1):
+        if stop is not None and stop() and not (last and unit is units[-1]):
           return Outcome(recorder, stats, programs.compiles, False)
-      u, t_done = u + 1, 0
   except _Stopped:
     return Outcome(recorder, stats, programs.compiles, False)
   finally:
     programs.close()
     bar.close()
   return Outcome(recorder, stats, programs.compiles, True)
+
+
+class _Unit(NamedTuple):
+  """Work unit `u`: static combination `c` (`label`) and seeds lo..hi−1, padded to a multiple
+  of devices × seed_batch (`seeds`; `keys`, their key data on the devices), its programs'
+  functions (`init_and_chunk`), and where it starts: after step `t`, from the carry's host
+  leaves `restored` (None: from its init program)."""
+  u: int
+  c: int
+  lo: int
+  hi: int
+  label: str
+  seeds: np.ndarray
+  keys: Any
+  init: Callable
+  chunk: Callable
+  t: int
+  restored: list[np.ndarray] | None
+
+
+def _units(sweep: Sweep, combos: list[dict[str, Any]], block: int, seed_batch: int, mesh,
+           start: Snapshot | None) -> list[_Unit]:
+  """The work units of `sweep` still to run, in order — one per static combination and
+  block of at most `block` seeds — from `start`'s on, which continues from its step and
+  carry."""
+  S = sweep.seeds.size
+  bounds = [(c, lo, min(lo + block, S)) for c in range(len(combos)) for lo in range(0, S, block)]
+  first = 0 if start is None else start.unit
+  n_dev = 1 if mesh is None else mesh.devices.size
+  units = []
+  for u in range(first, len(bounds)):
+    c, lo, hi = bounds[u]
+    resumed = start is not None and u == first
+    seeds = _pad(sweep.seeds[lo:hi], n_dev * seed_batch)
+    init_fn, chunk_fn = init_and_chunk(sweep.build, combos[c], seed_batch, mesh)
+    label = ", ".join(f"{k}={v}" for k, v in combos[c].items()) or "sweep"
+    units.append(_Unit(u, c, lo, hi, label, seeds, _put(key_data(seeds), mesh, P("seed")),
+                       init_fn, chunk_fn, start.t if resumed else 0,
+                       start.carry if resumed else None))
+  return units
+
+
+def _lower(programs: "_Programs", unit: _Unit, points, T: int, chunk: int) -> None:
+  """Lowers (and starts compiling) the programs `unit` runs: its init unless it is restored,
+  and its chunks from step `unit.t` on (a shorter last one apart)."""
+  size = unit.seeds.size
+  if unit.restored is None:
+    programs.lower(("init", unit.c, size), f"init for {unit.label} ({size} seeds)",
+                   lambda: (jax.jit(unit.init), (points, unit.keys)))
+  full, rest = divmod(T - unit.t, chunk)
+  for length in [chunk] * bool(full) + [rest] * bool(rest):
+    programs.lower(("chunk", unit.c, size, length),
+                   f"chunk for {unit.label} ({size} seeds x {length} steps)",
+                   lambda length=length: (
+                       jax.jit(lambda h, s, x, t: unit.chunk(h, s, x, t, length),
+                               donate_argnums=2),
+                       (points, unit.keys,
+                        _sharded(programs.out_info.get(("init", unit.c, size))
+                                 or jax.eval_shape(unit.init, points, unit.keys), programs.mesh),
+                        jnp.int32(unit.t + 1))))
+
+
+def _sizes(sweep: Sweep, options: Options) -> tuple[int, int, int]:
+  """(T, chunk, seed_batch) of running `sweep` as `options` say, checked."""
+  T = _checks.positive_int("steps", sweep.steps)
+  chunk = T if options.chunk is None else min(_checks.positive_int("chunk", options.chunk), T)
+  return T, chunk, _checks.positive_int("seed_batch", options.seed_batch)
+
+
+def _points(grid: Grid) -> dict[str, np.ndarray]:
+  """The numeric grid points vmapped in a program (one dummy point when no field is numeric)."""
+  return grid.points() or {NO_FIELD: np.zeros(1, np.float32)}
 
 
 class Trajectory(NamedTuple):
@@ -229,14 +264,12 @@ def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=No
   carry after every chunk (`options.chunk` steps: the trace's --every). `compiled` keeps the
   compiled programs between calls of the same sweep, options and mesh (`simulate` in a loop
   over seeds). Held in memory: for traces, not sweeps."""
-  T = _checks.positive_int("steps", sweep.steps)
-  chunk = T if options.chunk is None else min(_checks.positive_int("chunk", options.chunk), T)
-  batch = _checks.positive_int("seed_batch", options.seed_batch)
+  T, chunk, batch = _sizes(sweep, options)
   n_dev = 1 if mesh is None else mesh.devices.size
   keys = key_data(sweep.seeds) if keys is None else np.asarray(keys)
   S = keys.shape[0]
   keys = _put(_pad(keys, n_dev * batch), mesh, P("seed"))
-  points = sweep.grid.points() or {NO_FIELD: np.zeros(1, np.float32)}
+  points = _points(sweep.grid)
   kept, snapshots = [], []
   compiled = {} if compiled is None else compiled
 
@@ -452,7 +485,7 @@ def _restore(abstract, leaves: list[np.ndarray], mesh):
 def state_bytes(sweep: Sweep) -> int:
   """Bytes of carried state per seed and grid point (the first static combination)."""
   combo = sweep.grid.combos()[0]
-  points = {k: v[:1] for k, v in sweep.grid.points().items()} or {NO_FIELD: np.zeros(1, np.float32)}
+  points = {k: v[:1] for k, v in _points(sweep.grid).items()}
   init, _ = init_and_chunk(sweep.build, combo, 1, None)
   leaves = jax.tree.leaves(jax.eval_shape(init, points, key_data(np.zeros(1, np.int32))))
   return int(sum(math.prod(x.shape) * x.dtype.itemsize for x in leaves))
