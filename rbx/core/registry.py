@@ -134,6 +134,10 @@ class Entries(dict):
     """The registered name that `name` is or is an alias of (else `name` itself)."""
     return self.aliases.get(name, name)
 
+  def known(self) -> list[str]:
+    """Every name that resolves: the registered ones, then the aliases."""
+    return [*self, *self.aliases]
+
   def __contains__(self, name) -> bool:
     return dict.__contains__(self, self.resolve(name))
 
@@ -141,6 +145,7 @@ class Entries(dict):
     return dict.__getitem__(self, self.resolve(name))
 
   def get(self, name, default=None):
+    """The entry of `name` or of the name it is an alias of, else `default`."""
     return self[name] if name in self else default
 
 
@@ -258,7 +263,7 @@ class Family:
     if name not in self.agents and (other := elsewhere("agents", name, self.name)):
       raise ValueError(f"agent={name!r} is an agent of family {other!r}, not {self.name!r} "
                        f"(rbx.{other}.get({name!r}))")
-    entry = self.agents[_checks.choice("agent", self.agents.resolve(name), self.agents)]
+    entry = self.agents[_checks.choice("agent", name, self.agents.known())]
     known = self.param_names()
     for key, value in params.items():
       if key in entry.params:

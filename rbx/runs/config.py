@@ -491,7 +491,7 @@ def _agents(family: str, run: dict, agent_table: dict, subgrids: dict) -> list[s
         raise ConfigError(f"config {where} must be a string, got {a!r}")
       if a not in names:
         _other_family(family, "agents", where, a)
-        _wrap(lambda: _checks.choice(where, a, names), _unregistered(run, a))
+        _wrap(lambda: _checks.choice(where, a, names.known()), _unregistered(run, a))
       agents += [a] * (a not in agents)
   return agents
 
@@ -615,7 +615,7 @@ def _check_points(config: Config, where: dict[str, str]) -> list:
 
 def _parameters(family: registry.Family, env: str, agents: list[str]) -> dict[str, Param]:
   """Every parameter name the env and the agents take -> its declaration (the first one)."""
-  params = {"agent": registry.string(family.agents), **env_params(family, env)}
+  params = {"agent": registry.string(family.agents.known()), **env_params(family, env)}
   for entry in (family.agents[a] for a in agents if a in family.agents):
     for k, p in entry.params.items():
       params.setdefault(k, p)

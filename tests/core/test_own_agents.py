@@ -198,7 +198,7 @@ def test_ctrl_c_during_a_compile_stops_at_once_and_a_stop_before_any_chunk_runs(
      r"alpha must be a number, got '3'"),
     (lambda env: rbx.sweep(lambda: (env, neural.get("rbmle_ga")), {}, seeds=2, steps=3),
      r"agent 'rbmle_ga' is of family 'neural' and env \(PreferenceEnv\) of family 'rlhf', "
-     r"whose agents are \['algorithm1'"),
+     r"whose agents are \['tabular/algorithm1'"),
     (lambda env: rlhf.get("algorithm1", alhpa=3),
      r"alhpa=3 is not a parameter of rlhf agent 'algorithm1', which takes \['alpha'.*"
      r"\(did you mean 'alpha'\?\)"),

@@ -334,8 +334,8 @@ def test_calibration_draws_are_independent_of_the_answers(scheme):
   # come from π_ref (= π^(1) = the task's π_cal here), so independent draws agree with
   # probability Σ π_ref² = 0.30, and the same key's draws agree always.
   env = rlhf.make_env(ONE_PROMPT["r_star"], ONE_PROMPT["pi_ref"], 1.0, 30.0)
-  agent = getattr(practical, scheme)(1.0, optimizer="sgd", learning_rate=0.01, train_steps=1,
-                                     cal_samples=1, l2=0.0)
+  agent = practical.make(scheme, 1.0, optimizer="sgd", learning_rate=0.01, train_steps=1,
+                         cal_samples=1, l2=0.0)
   state = agent.init(jax.random.key(0), env.spec, 10)
   obs = Prompt(jnp.int32(0))
 

@@ -117,8 +117,8 @@ def test_one_token_tabular_is_the_practical_tabular_policy():
   np.testing.assert_allclose(seq.reference(task)[:, 0], flat.reference(task), atol=1e-6)
   # The same rounds (answers given, so no sampling) move both agents alike.
   for scheme in ("xpo", "algorithm1"):
-    ours = getattr(sequences, scheme)(data="counts")
-    theirs = getattr(practical, scheme)()
+    ours = rlhf.get(f"sequence/{scheme}", data="counts")
+    theirs = rlhf.get(f"practical/{scheme}")
     s_ours, s_theirs = (a.init(jax.random.key(0), task, 8) for a in (ours, theirs))
     for t, (x, a1, a2, win) in enumerate([(0, 1, 2, True), (2, 3, 3, False), (0, 0, 1, False)]):
       key, obs = jax.random.key(t), Prompt(jnp.int32(x))

@@ -223,7 +223,7 @@ def test_an_unregistered_agent_says_how_to_register_ones_own(tmp_path):
 def test_a_name_of_the_other_family_says_which_family_has_it():
   with pytest.raises(config.ConfigError, match=r"config agent.name: 'neural_ucb' is an agent of "
                      r"family 'neural', not of the config's family 'rlhf', whose agents are "
-                     r"\['algorithm1', .*\]; to run 'neural_ucb', set family = 'neural'"):
+                     r"\['tabular/algorithm1', .*\]; to run 'neural_ucb', set family = 'neural'"):
     config.loads(make(agent='name = "neural_ucb"'))
   with pytest.raises(config.ConfigError, match=r"config grid.agent\[1\]: 'xpo' is an agent of "
                      r"family 'rlhf', not of the config's family 'neural'"):
