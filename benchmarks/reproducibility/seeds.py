@@ -34,8 +34,9 @@ STEPS = 12
 SEEDS = 150              # > 2 devices x 64 seeds a batch: several batches per device
 SLICE = 41               # where the two slices part
 # one agent of every policy class ("name@contextual": a tabular agent on a contextual instance)
-CLASSES = {"tabular": "algorithm1", "contextual": "xpo@contextual", "linear": "linear_algorithm1",
-           "practical": "practical_xpo", "sequence": "sequence_algorithm1", "neural": "rbmle_ga"}
+CLASSES = {"tabular": "tabular/algorithm1", "contextual": "tabular/xpo@contextual",
+           "linear": "linear/algorithm1", "practical": "practical/xpo",
+           "sequence": "sequence/algorithm1", "neural": "rbmle_ga"}
 
 
 def environment(name: str):
@@ -43,9 +44,10 @@ def environment(name: str):
   name, _, where = name.partition("@")
   if name in neural.FAMILY.agents:
     return neural.synthetic("linear", dim=3, num_arms=3, noise=0.1, seed=0)
-  if name.startswith("sequence_"):
+  policy_class = rlhf.FAMILY.agents.resolve(name).partition("/")[0]
+  if policy_class == "sequence":
     return sequences.random_sequences(jax.random.key(3), 3, 2, 2, 3, beta=0.5, r_max=2.0)
-  if name in ("algorithm1", "vpo", "modified", "xpo", "selm", "greedy") and not where:
+  if policy_class == "tabular" and not where:
     return rlhf.example2(100, 0.5, 6.0)
   return rlhf.random_contextual(jax.random.key(3), 3, 4, 3, beta=0.5, r_max=2.0)
 

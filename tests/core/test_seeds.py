@@ -28,13 +28,10 @@ def test_a_seeds_bits_do_not_depend_on_how_the_sweep_is_cut():
   # 16 seeds in batches of 4 on 2 devices (2 batches a device); slices of 5 and 11 seeds (the
   # padding fills 1 and 2 batches; seed 5 moves from the 6th place to the 1st), each looked-at
   # seed alone (1 batch, padded) and by simulate
-  classes = ["algorithm1", "xpo@contextual", "practical_xpo", "sequence_algorithm1", "rbmle_ga"]
-  assert "0 of 5 agents differ" in _seeds_script("--seeds", "16", "--cut", "5", "--agents",
+  classes = ["algorithm1", "xpo@contextual", "linear/algorithm1", "practical/xpo",
+             "sequence/algorithm1", "rbmle_ga"]
+  assert "0 of 6 agents differ" in _seeds_script("--seeds", "16", "--cut", "5", "--agents",
                                                  *classes)
-  # the linear class compiles for ~45 s a program: one batch a device, so that the sweeps share
-  # one program (and simulate has its own)
-  assert "0 of 1 agents differ" in _seeds_script("--seeds", "8", "--cut", "3", "--agents",
-                                                 "linear_algorithm1")
 
 
 def test_the_default_seed_batch_does_not_depend_on_the_number_of_seeds():
