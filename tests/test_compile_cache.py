@@ -39,24 +39,60 @@ def test_compile_threads_come_from_the_environment_else_the_device(monkeypatch):
     driver._compile_workers("cpu")
 
 
-@pytest.mark.slow
-def test_rbx_demo_fills_the_cache_says_so_once_and_off_turns_it_off(tmp_path):
+# `rbx demo` in a fresh process, counting the persistent cache's hits and misses (JAX's events).
+DEMO = """
+import json, sys
+import jax
+events = []
+jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+from rbx import cli
+status = cli.main(["demo", "--seeds", "2", "--steps", "3", "--no-progress"] + sys.argv[1:])
+print(json.dumps({"hits": events.count("/jax/compilation_cache/cache_hits"),
+                  "misses": events.count("/jax/compilation_cache/cache_misses")}))
+sys.exit(status)
+"""
+
+
+@pytest.fixture(scope="module")
+def demo_processes(tmp_path_factory):
+  """`rbx demo` three times in fresh processes, as a user's who gave JAX no cache directory:
+  into an empty cache, again from it, and with --no-compile-cache. Returns {run: (stdout,
+  stderr, its JSON counts, the cache's files after it)} and the two directories."""
   env = {k: v for k, v in subprocess_env().items() if k != "JAX_COMPILATION_CACHE_DIR"}
-  demo = [sys.executable, "-m", "rbx.cli", "demo", "--seeds", "2", "--steps", "3",
-          "--no-progress"]
-  cache = tmp_path / "cache"
-  runs = [subprocess.run(demo, env={**env, "RBX_COMPILATION_CACHE": str(cache)},
-                         capture_output=True, text=True, check=True) for _ in range(2)]
+  tmp = tmp_path_factory.mktemp("demo-cache")
+  cache, off = tmp / "cache", tmp / "off"
+  runs = {}
+  for run, directory, flags in (("cold", cache, []), ("warm", cache, []),
+                                ("off", off, ["--no-compile-cache"])):
+    out = subprocess.run([sys.executable, "-c", DEMO, *flags],
+                         env={**env, "RBX_COMPILATION_CACHE": str(directory)},
+                         capture_output=True, text=True, check=True)
+    stored = sorted(p.name for p in cache.iterdir() if p.name.endswith("-cache"))
+    runs[run] = (out.stdout, out.stderr, json.loads(out.stdout.splitlines()[-1]), stored)
+  return runs, cache, off
+
+
+@pytest.mark.slow
+def test_rbx_demo_fills_the_cache_says_so_once_and_off_turns_it_off(demo_processes):
+  runs, cache, off = demo_processes
   said = f"compiled programs are cached in {cache}"
-  assert said in runs[0].stderr and said not in runs[1].stderr
-  assert any(cache.iterdir())                      # the first run's programs
-  rows = [[line for line in r.stdout.splitlines() if line.startswith(("example1 ", "example2 "))]
-          for r in runs]
-  assert len(rows[0]) == 6 and rows[0] == rows[1]  # the loaded programs compute the same
-  off = tmp_path / "off"
-  subprocess.run(demo + ["--no-compile-cache"], env={**env, "RBX_COMPILATION_CACHE": str(off)},
-                 capture_output=True, text=True, check=True)
-  assert not off.exists()
+  assert said in runs["cold"][1] and said not in runs["warm"][1]
+  assert runs["cold"][3]                           # the first run's programs
+  rows = {run: [line for line in out.splitlines() if line.startswith(("example1 ", "example2 "))]
+          for run, (out, *_) in runs.items()}
+  assert len(rows["cold"]) == 6 and rows["cold"] == rows["warm"]   # loaded programs compute the same
+  assert not off.exists() and runs["off"][2]["hits"] == runs["off"][2]["misses"] == 0
+
+
+@pytest.mark.slow
+def test_a_second_python_process_loads_the_programs_from_the_cache(demo_processes):
+  runs = demo_processes[0]
+  first, second = runs["cold"][2], runs["warm"][2]
+  stored = runs["cold"][3]
+  assert first["hits"] == 0 and len(stored) >= 1
+  # every stored program loads; one that compiled under the threshold is not kept: a miss both times
+  assert second["hits"] == len(stored) and second["misses"] == first["misses"] - len(stored)
+  assert runs["warm"][3] == stored
 
 
 def _tiny_sweep():
@@ -106,43 +142,3 @@ def test_a_directory_the_user_gave_jax_is_kept(no_jax_cache, tmp_path, monkeypat
   assert compile_cache.use() == compile_cache.use(False) == str(tmp_path / "mine")
   assert jax.config.jax_compilation_cache_dir == str(tmp_path / "mine")
   assert not (tmp_path / "rbx").exists()
-
-
-SWEEP = """
-import json
-import jax
-events = []
-jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
-from rbx import rlhf
-env = rlhf.example1(p=0.0, beta=0.5, r_max=4.0)
-res = rlhf.sweep(lambda agent: (env, rlhf.get(agent, alpha=3.0)), {"agent": ["algorithm1"]},
-                 seeds=2, steps=20, progress=False)
-print(json.dumps({"hits": events.count("/jax/compilation_cache/cache_hits"),
-                  "misses": events.count("/jax/compilation_cache/cache_misses"),
-                  "compile_seconds": res.timing["compile_seconds"],
-                  "regret": res.regret.tolist()}))
-"""
-
-
-@pytest.mark.slow
-def test_a_second_python_process_loads_the_sweeps_programs_from_the_cache(tmp_path):
-  env = {k: v for k, v in subprocess_env().items()
-         if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")}
-  cache = tmp_path / "cache"
-
-  def run(setting):
-    out = subprocess.run([sys.executable, "-c", SWEEP], env={**env, "RBX_COMPILATION_CACHE": setting},
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.splitlines()[-1])
-
-  first = run(str(cache))
-  stored = sorted(p.name for p in cache.iterdir() if p.name.endswith("-cache"))
-  assert first["hits"] == 0 and len(stored) >= 1        # a program that compiled in < 0.5 s
-  second = run(str(cache))                               # is not kept: a miss both times
-  assert second["hits"] == len(stored) and second["misses"] == first["misses"] - len(stored)
-  assert sorted(p.name for p in cache.iterdir() if p.name.endswith("-cache")) == stored
-  assert second["regret"] == first["regret"]
-  off = run("off")
-  assert off["hits"] == off["misses"] == 0
-  print(f"compile seconds: cold {first['compile_seconds']:.2f}, from the cache "
-        f"{second['compile_seconds']:.2f}, off {off['compile_seconds']:.2f}")

@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -23,7 +24,8 @@ PAGES = sorted((ROOT / "docs").glob("*.md"))
 
 
 def _blocks(text: str, lang: str) -> list[str]:
-  return re.findall(rf"```{lang}\n(.*?)```", text, re.S)
+  """The `lang` code blocks of `text`, those indented in a list item dedented."""
+  return [textwrap.dedent(b) for b in re.findall(rf"```{lang}\n(.*?)```", text, re.S)]
 
 
 def _commands(text: str) -> list[list[str]]:
