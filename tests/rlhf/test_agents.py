@@ -7,7 +7,9 @@ import pytest
 from rbx import core, rlhf, schedules
 import helpers as ref
 
-SEEDS = 128
+# The propositions' events at 32 seeds (fractions stuck ≥ 0.47 and ≥ 0.66 against bounds 0.16
+# and 0.016); the evidence at 256-2048 seeds: benchmarks/reproduction/propositions.py.
+SEEDS = 32
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,7 @@ def test_greedy_and_selm_run_and_policies_start_at_pi_ref():
 def test_xpo_draws_a2_from_pi_ref_and_vpo_from_pi_t():
   # Example 2's π_ref puts 1 − 2/κ on a0: XPO's second answer is mostly a0.
   env = rlhf.example2(kappa=50.0)
-  info = rlhf.simulate(env, rlhf.xpo(1.0), jax.random.key(1), 200)
+  info = rlhf.simulate(env, rlhf.xpo(1.0), jax.random.key(1), 200, seed_batch=1)
   np.testing.assert_allclose(np.mean(np.asarray(info.action.a2) == 0), 1 - 2 / 50, atol=0.05)
 
 
@@ -61,15 +63,15 @@ def test_the_modified_scheme_is_xpo_at_pi_ref_and_draws_a2_from_its_pi_cal():
   # solves, so the same trajectory). With another π_cal, a2 follows that π_cal.
   env = rlhf.example2(kappa=50.0)
   tiny = rlhf.SolverConfig(iterations=3, starts=4, keep=4, prune_after=1)
-  xpo = rlhf.simulate(env, rlhf.xpo(1.0, solver=tiny), jax.random.key(1), 40)
+  xpo = rlhf.simulate(env, rlhf.xpo(1.0, solver=tiny), jax.random.key(1), 40, seed_batch=1)
   mod = rlhf.simulate(env, rlhf.modified(1.0, pi_cal=env.pi_ref, solver=tiny),
-                      jax.random.key(1), 40)
+                      jax.random.key(1), 40, seed_batch=1)
   np.testing.assert_array_equal(mod.action.a1, xpo.action.a1)
   np.testing.assert_array_equal(mod.action.a2, xpo.action.a2)
   np.testing.assert_allclose(mod.regret, xpo.regret, rtol=1e-6)
   cal = np.array([0.1, 0.1, 0.8], np.float32)
   other = rlhf.simulate(env, rlhf.get("modified", alpha=1.0, pi_cal=cal.tolist(), solver=tiny),
-                        jax.random.key(2), 200)
+                        jax.random.key(2), 200, seed_batch=1)
   np.testing.assert_allclose(np.bincount(np.asarray(other.action.a2).ravel(), minlength=3) / 200,
                              cal, atol=0.07)
 
@@ -81,7 +83,7 @@ def test_one_seed_alone_equals_the_same_seed_in_a_batch():
   env = rlhf.random_instance(jax.random.key(3), num_prompts=3, num_actions=4, beta=0.5,
                              r_max=2.0, deviation=0.5)
   agent = rlhf.algorithm1(schedules.constant(2.0))
-  alone = rlhf.simulate(env, agent, jax.random.key(5), 60)
+  alone = rlhf.simulate(env, agent, jax.random.key(5), 60, seed_batch=4)
   keys = jax.vmap(jax.random.key)(jnp.array([2, 5, 9]))
   batch = jax.jit(jax.vmap(lambda k: core.rollout(env, agent, k, 60)))(keys)
   # Batches of other shapes round reductions differently, and the optimistic objective can have
@@ -92,16 +94,16 @@ def test_one_seed_alone_equals_the_same_seed_in_a_batch():
     np.testing.assert_array_equal(b[1][:10], a[:10])
   np.testing.assert_allclose(batch.regret[1][:10], alone.regret[:10], rtol=1e-3, atol=1e-6)
   swept = rlhf.sweep(lambda alpha: (env, rlhf.algorithm1(schedules.constant(alpha))),
-                     {"alpha": [1.0, 2.0]}, seeds=[2, 5, 9], steps=60)
+                     {"alpha": [1.0, 2.0]}, seeds=[2, 5, 9], steps=60, seed_batch=4)
   np.testing.assert_allclose(swept.sel(alpha=2.0, seed=5).regret[:10], alone.regret[:10],
                              rtol=1e-3, atol=1e-6)
   # Within one batch shape, a seed's trajectory is bitwise independent of its batch-mates
   # and of its position among them.
   other = rlhf.sweep(lambda alpha: (env, rlhf.algorithm1(schedules.constant(alpha))),
-                     {"alpha": [1.0, 2.0]}, seeds=[7, 11, 5], steps=60)
+                     {"alpha": [1.0, 2.0]}, seeds=[7, 11, 5], steps=60, seed_batch=4)
   np.testing.assert_array_equal(other.sel(alpha=2.0, seed=5).regret, swept.sel(alpha=2.0, seed=5).regret)
   # and a shorter run is a prefix of a longer one
-  short = rlhf.simulate(env, agent, jax.random.key(5), 20)
+  short = rlhf.simulate(env, agent, jax.random.key(5), 20, seed_batch=4)
   np.testing.assert_array_equal(short.action.a2, alone.action.a2[:20])
 
 
@@ -111,14 +113,14 @@ def test_sweep_over_beta_and_r_max_with_a_traced_schedule():
     env = rlhf.example2(kappa=20.0, beta=beta, r_max=r_max)
     return env, rlhf.algorithm1(schedules.proposition3(3, T, beta, r_max, kappa=20.0, scale=scale))
   res = rlhf.sweep(build, {"beta": [0.5, 1.0], "r_max": [4.0, 6.0], "scale": [0.5, 1.0, 2.0]},
-                   seeds=4, steps=T)
+                   seeds=4, steps=T, seed_batch=4)
   assert res.regret.shape == (2, 2, 3, 4, T)
   assert res.axes == ("beta", "r_max", "scale", "seed", "step")
   np.testing.assert_array_equal(res.coords["scale"], [0.5, 1.0, 2.0])
   assert np.all(np.isfinite(res.regret)) and np.all(res.regret >= 0)
   # each grid point matches its own single run
   env, agent = build(1.0, 4.0, 2.0)
-  one = rlhf.simulate(env, agent, jax.random.key(3), T).regret
+  one = rlhf.simulate(env, agent, jax.random.key(3), T, seed_batch=4).regret
   np.testing.assert_allclose(res.sel(beta=1.0, r_max=4.0, scale=2.0, seed=3).regret, one,
                              rtol=1e-3, atol=1e-6)
 
@@ -127,9 +129,9 @@ def test_sweep_over_beta_and_r_max_with_a_traced_schedule():
 def test_several_prompts_learn():
   env = rlhf.random_instance(jax.random.key(0), num_prompts=4, num_actions=3, beta=0.5,
                              r_max=2.0, deviation=1.5)
-  res = rlhf.sweep(lambda: (env, rlhf.algorithm1(5.0)), {}, seeds=16, steps=400)
+  res = rlhf.sweep(lambda: (env, rlhf.algorithm1(5.0)), {}, seeds=8, steps=200, seed_batch=8)
   first, last = res.regret[:, :50].mean(), res.regret[:, -50:].mean()
-  assert last < 0.5 * first
+  assert last < 0.5 * first, last / first                        # 0.27 when written
 
 
 @pytest.mark.parametrize("name", ["xpo", "vpo"])
@@ -139,7 +141,7 @@ def test_re_solving_only_the_sampled_prompt_equals_re_solving_them_all(name):
   # step; the two runs must deploy the same policies.
   env = rlhf.random_instance(jax.random.key(1), num_prompts=5, num_actions=3, beta=0.5,
                              r_max=2.0, deviation=1.0)
-  runs = [rlhf.simulate(env, rlhf.get(name, alpha=a), jax.random.key(0), 40)
+  runs = [rlhf.simulate(env, rlhf.get(name, alpha=a), jax.random.key(0), 40, seed_batch=1)
           for a in (2.0, schedules.constant(2.0))]
   np.testing.assert_array_equal(runs[0].obs.x, runs[1].obs.x)
   # the same maximisers, by two programs of different shapes (one prompt's problem against
@@ -186,7 +188,7 @@ def test_the_lazy_re_solve_on_few_prompts_is_the_full_re_solve():
   env = rlhf.random_instance(jax.random.key(4), num_prompts=3, num_actions=3, beta=0.5,
                              r_max=2.0, deviation=1.0)
   cheap = rlhf.SolverConfig(starts=1, iterations=1, dc_iterations=1)
-  runs = [rlhf.simulate(env, agent, jax.random.key(0), 30)
+  runs = [rlhf.simulate(env, agent, jax.random.key(0), 30, seed_batch=1)
           for agent in (rlhf.algorithm1(3.0), rlhf.algorithm1(3.0, unsampled_solver=cheap))]
   np.testing.assert_array_equal(runs[0].regret, runs[1].regret)
 
@@ -195,14 +197,14 @@ def test_the_lazy_re_solve_on_few_prompts_is_the_full_re_solve():
 def test_the_lazy_re_solve_stays_near_the_full_solves_maximum():
   # Algorithm 1 on 6 prompts (A = 6, β = 0.1, where the maximum hops between basins): at every
   # step and prompt, F at the lazy agent's r^(t+1) against the default solve of the same
-  # problem. Two starts at the unsampled prompts miss by > 1e-3 at most 30 of 1,440
-  # prompt-steps (10 when written); the control, one start and 3 iterations, at least 150 (321).
+  # problem. Two starts at the unsampled prompts miss by > 1e-3 at most 15 of 720
+  # prompt-steps (1 when written); the control, one start and 3 iterations, at least 75 (170).
   env = rlhf.random_instance(jax.random.key(10), 6, 6, 0.1, 4.0, deviation=2.0)
   full = rlhf.SolverConfig()
-  gaps = [ref.trajectory_gaps(env, 3.0, 8, 30, full, full, unsampled_solver=cfg)
+  gaps = [ref.trajectory_gaps(env, 3.0, 4, 30, full, full, unsampled_solver=cfg)
           for cfg in (rlhf.SolverConfig(starts=2),
                       rlhf.SolverConfig(starts=1, iterations=3, dc_iterations=1))]
-  assert (gaps[0] > 1e-3).sum() <= 30 < 150 <= (gaps[1] > 1e-3).sum()
+  assert (gaps[0] > 1e-3).sum() <= 15 < 75 <= (gaps[1] > 1e-3).sum()
 
 
 @pytest.mark.parametrize("kwargs, match", [
