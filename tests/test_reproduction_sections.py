@@ -54,20 +54,20 @@ def test_propositions_section_counts_distinct_runs(ctx, monkeypatch):
 def test_hard_instance_search_on_a_tiny_row(ctx, monkeypatch):
   from benchmarks.reproduction import hard_instances
   monkeypatch.setattr(hard_instances, "QUICK", hard_instances.Sizes(
-      candidates=4, search_steps=64, search_seeds=4, keep=1, perturbations=2, finalists=1,
-      final_steps=128, final_seeds=4))
+      candidates=4, search_steps=32, search_seeds=4, keep=1, perturbations=2, finalists=1,
+      final_steps=64, final_seeds=4))
   text, finding = hard_instances.run(ctx)
-  assert text.startswith("## ") and "| 3: finalists, fresh seeds | 1 | 128 | 4 |" in text
+  assert text.startswith("## ") and "| 3: finalists, fresh seeds | 1 | 64 | 4 |" in text
   assert "(β+1)/(β+2) = 0.60" in finding
 
 
 def test_scaling_section_on_a_tiny_row(ctx, monkeypatch):
   from benchmarks.reproduction import scaling
-  monkeypatch.setattr(scaling, "QUICK", scaling.Sizes(actions=(3, 6), r_maxes=(1.0, 4.0),
-                                                      instances=2, seeds=4, steps=64))
+  monkeypatch.setattr(scaling, "QUICK", scaling.Sizes(actions=(2, 3), r_maxes=(1.0, 4.0),
+                                                      instances=1, seeds=2, steps=16))
   monkeypatch.setattr(scaling, "SCHEMES", {k: scaling.SCHEMES[k] for k in ("algorithm1", "xpo")})
   text, finding = scaling.run(ctx)
-  assert text.startswith("## ") and "exponent in A" in text and "in r_max at A = 6" in finding
+  assert text.startswith("## ") and "exponent in A" in text and "in r_max at A = 3" in finding
   assert text.count("| xpo |") == 2 + 1             # a row per r_max, one of exponents in r_max
 
 
@@ -135,13 +135,14 @@ def test_sequence_section_resumes_from_its_cells(ctx, monkeypatch, tmp_path):
   monkeypatch.setattr(sequences, "QUICK", sequences.Sizes(
       prompts=(1,), shapes=((2, 2),), steps=8, seeds=3, block=3, tabular=(1, 2, (2,), 1)))
   monkeypatch.setattr(sequences, "INSTANCES", ("hard",))
+  monkeypatch.setattr(sequences, "AGENTS", ("sequence_xpo", sequences.CONTROL))
   text, finding = sequences.run(ctx._replace(budget=0))       # nothing computed yet
-  assert "Not yet run: 8 of 8 cells" in text and "Holm over 0 comparisons" in finding
+  assert "Not yet run: 4 of 4 cells" in text and "Holm over 0 comparisons" in finding
   text, finding = sequences.run(ctx)
-  assert len(list((tmp_path / "cells").glob("*.npz"))) == 8
+  assert len(list((tmp_path / "cells").glob("*.npz"))) == 4
   rows = [r for r in text.splitlines() if r.startswith("| hard |")]
-  assert len(rows) == 8 and sum("| control |" in r for r in rows) == 2
-  assert "Holm over 6 comparisons" in finding and "Not yet run" not in text
+  assert len(rows) == 4 and sum("| control |" in r for r in rows) == 2
+  assert "Holm over 2 comparisons" in finding and "Not yet run" not in text
   # a second run reads every cell back: no agent runs
   monkeypatch.setattr(sequences.CELLS, "compute", lambda *a: pytest.fail("recomputed a cell"))
   assert sequences.run(ctx) == (text, finding)

@@ -9,11 +9,11 @@ import pytest
 from helpers import jit_play, observe, play, toy_data
 from rbx import neural
 
-# T = 400 rounds: when written (2026-12-03) second half / first half was 0.007 (LinRBMLE,
-# LinUCB), 0.19 (DeepFPL) and 0.24 (BootstrappedNN), and total / random play's ≤ 0.033: the
-# bounds below (0.5, 0.05) hold with room (`pytest -s -k learns` prints them). At T = 1,000 the
-# fixture took 65 s of a loaded run, mostly BootstrappedNN's ten networks training every round.
-T = 400
+# T = 200 rounds, 2 seeds: second half / first half 0.010 (LinRBMLE, LinUCB), 0.10 (DeepFPL)
+# and 0.16 (BootstrappedNN), and total / random play's ≤ 0.054: the bounds below (0.5, 0.1)
+# hold with room (`pytest -s -k learns` prints them). Each round trains BootstrappedNN's ten
+# networks on the whole buffer: the fixture's time grows as T².
+T = 200
 ENV = neural.synthetic("linear", dim=5, num_arms=4, noise=0.1, seed=0)
 BASELINES = {"lin_rbmle": dict(nu=0.1), "lin_ucb": dict(nu=0.1), "deep_fpl": dict(nu=0.1),
              "bootstrapped_nn": dict()}
@@ -35,7 +35,7 @@ def test_every_baseline_learns_sublinearly_and_far_below_random_play(regret):
   for name, f, s in zip(BASELINES, first, second):
     print(f"{name}: second/first {s / f:.3f}, total/random {(f + s) / random_total:.4f}")
     assert s < 0.5 * f, (name, f, s)
-    assert f + s < 0.05 * random_total, (name, f + s, random_total)
+    assert f + s < 0.1 * random_total, (name, f + s, random_total)
 
 
 @pytest.mark.parametrize("name", ["lin_rbmle", "lin_ucb"])
