@@ -1,4 +1,6 @@
 """solve_optimistic reaches the global maximum of the non-concave (3.1a)/(3.2a) objective."""
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,16 +39,20 @@ def solved_before():
   return _solve_all(rlhf.SolverConfig(newton_f=True, dc_gradient=True))
 
 
-def _gap(p, r, best=None):
-  best = ref.brute_force_max(**p)[0] if best is None else best
+@functools.cache
+def _best(i):
+  """The brute-force global maximum of PROBLEMS[i], computed once for the tests below."""
+  return ref.brute_force_max(**PROBLEMS[i])[0]
+
+
+def _gap(p, r, best):
   value = ref.objective(r, p["wins"], p["pi_ref"], p["pi_cal"], p["beta"], p["alpha"])
   return (best - value) / max(abs(best), 1e-9)
 
 
 @pytest.mark.parametrize("i", range(len(PROBLEMS)))
 def test_matches_brute_force_global_maximum(solved, solved_before, i):
-  p = PROBLEMS[i]
-  best, _ = ref.brute_force_max(**p)
+  p, best = PROBLEMS[i], _best(i)
   for r in (solved[i], solved_before[i]):
     assert np.all(r >= 0) and np.all(r <= p["r_max"] * (1 + 1e-6))
     assert _gap(p, r, best) <= 1e-3
@@ -56,13 +62,14 @@ def test_the_instances_are_not_concave():
   # One local run (L-BFGS-B from the centre of the box) misses the global maximum by
   # more than 10% on some of these instances: a single ascent would not pass the test above.
   # (Stops at the first such instance: the claim is that one exists.)
-  def local_gap(p):
+  def local_gap(i):
+    p = PROBLEMS[i]
     f = lambda r: -ref.objective(r, p["wins"], p["pi_ref"], p["pi_cal"], p["beta"], p["alpha"])
     A = len(p["pi_ref"])
     local = optimize.minimize(f, np.full(A, p["r_max"] / 2), method="L-BFGS-B",
                               bounds=[(0, p["r_max"])] * A).x
-    return _gap(p, local)
-  assert any(local_gap(p) > 0.1 for p in PROBLEMS)
+    return _gap(p, local, _best(i))
+  assert any(local_gap(i) > 0.1 for i in range(len(PROBLEMS)))
 
 
 def test_data_free_problem_is_solved_at_a_vertex():
@@ -173,13 +180,15 @@ def test_the_likelihood_from_a_exponentials_is_the_dense_one(r_max):
 def test_algorithm1s_solves_along_its_trajectories_reach_the_global_maximum():
   # The solver as the agent uses it (warm start: the last step's r; π_cal = π^(t)), on A = 4
   # at small β (many basins): every step's F within 1e-3 of a long 64-start solve of the same
-  # problem. The control, two starts, misses it, so the check can fail.
+  # problem. The control, two starts, misses it, so the check can fail (by 0.15 at 9 of the
+  # 160 steps when written). The evidence at 64 seeds × 100 steps:
+  # benchmarks/accuracy/solver_accuracy.py.
   env = rlhf.random_instance(jax.random.key(5), 1, 4, 0.1, 4.0, deviation=2.0)
   long = rlhf.SolverConfig(iterations=30, dc_iterations=10, line_search=6, starts=64,
                            cg_iterations=64)
-  gaps = ref.trajectory_gaps(env, 3.0, 16, 40, rlhf.SolverConfig(), long)
+  gaps = ref.trajectory_gaps(env, 3.0, 4, 40, rlhf.SolverConfig(), long)
   assert gaps.max() <= 1e-3
-  control = ref.trajectory_gaps(env, 3.0, 16, 40, rlhf.SolverConfig(starts=2, keep=2), long)
+  control = ref.trajectory_gaps(env, 3.0, 4, 40, rlhf.SolverConfig(starts=2, keep=2), long)
   assert control.max() > 1e-3
 
 
