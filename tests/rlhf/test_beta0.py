@@ -151,7 +151,7 @@ def test_algorithm1_with_the_beta0_schedule_learns():
   env = rlhf.random_instance(jax.random.key(4), 1, A, 0.0, r_max)
   assert float(env.beta) == 0.0
   res = rlhf.sweep(lambda: (env, rlhf.algorithm1(schedules.theorem1_beta0(A, T, r_max))), {},
-                   seeds=8, steps=T)
+                   seeds=8, steps=T, seed_batch=8)
   regret = np.asarray(res.regret)                       # (seed, step)
   assert np.all(np.isfinite(regret)) and np.all(regret >= 0)
   gap = float(np.max(env.r_star) - np.mean(env.r_star))
@@ -165,7 +165,7 @@ def test_greedy_and_examples_at_beta0():
     assert float(env.beta) == 0.0
   env = rlhf.example1(beta=0.0)
   tiny = rlhf.SolverConfig(iterations=3, starts=4, keep=4)
-  run = rlhf.simulate(env, rlhf.greedy(solver=tiny), jax.random.key(0), 40)
+  run = rlhf.simulate(env, rlhf.greedy(solver=tiny), jax.random.key(0), 40, seed_batch=1)
   assert np.all(np.isfinite(run.regret)) and np.all(run.regret >= 0)
   # after π^(1) = π_ref the deployed policies are greedy: uniform on their support
   for pi in np.exp(np.asarray(run.action.log_pi))[1:, 0]:
