@@ -13,22 +13,26 @@ D, B, M, LAM = 3, 2, 16, 0.5     # p = 368: two bands of 256 rows in the rank-on
 @pytest.fixture(scope="module")
 def history():
   """θ, 12 compact gradients g_τ with their blocks, and the dense Z = λI + Σ g gᵀ/m (float64)."""
-  theta = network.init(jax.random.key(0), D, M, 3, B)
-  flat, unravel = ravel_pytree(theta)
-  theta = unravel(flat + 0.2 * jax.random.normal(jax.random.key(1), flat.shape))
-  x = jax.random.normal(jax.random.key(2), (12, D))
-  blocks = jax.random.randint(jax.random.key(3), (12,), 0, B)
-  _, g = network.arm_grads(theta, x, blocks)
-  G = np.asarray(network.to_dense(theta, g, blocks), np.float64)
+  @jax.jit
+  def draw():
+    theta = network.init(jax.random.key(0), D, M, 3, B)
+    flat, unravel = ravel_pytree(theta)
+    theta = unravel(flat + 0.2 * jax.random.normal(jax.random.key(1), flat.shape))
+    x = jax.random.normal(jax.random.key(2), (12, D))
+    blocks = jax.random.randint(jax.random.key(3), (12,), 0, B)
+    _, g = network.arm_grads(theta, x, blocks)
+    return theta, g, blocks, network.to_dense(theta, g, blocks)
+  theta, g, blocks, G = draw()
+  G = np.asarray(G, np.float64)
   Z = LAM * np.eye(G.shape[1]) + G.T @ G / M
   return theta, g, blocks, G, Z
 
 
 def _run(prec, theta, g, blocks):
-  state = prec.init(theta, LAM)
-  for i in range(blocks.shape[0]):
-    state = prec.update(state, theta, jax.tree.map(lambda v: v[i], g), blocks[i], M)
-  return state
+  """Z⁻¹ after the rank-one updates of `g`, one a row, in one jitted scan."""
+  step = lambda state, gb: (prec.update(state, theta, *gb, M), None)
+  return jax.jit(lambda g, blocks: jax.lax.scan(step, prec.init(theta, LAM), (g, blocks))[0])(
+      g, blocks)
 
 
 def test_sherman_morrison_equals_dense_inverse(history):
