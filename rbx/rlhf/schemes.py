@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 import chex
 import jax
+import jax.numpy as jnp
 
 from rbx import _checks, schedules
 from rbx.core import registry as reg
@@ -105,9 +106,18 @@ POLICY = reg.vector(doc="a policy, shape (A,) or (X, A)")
 """A policy parameter (π_init, π_cal): a vector or a table of them."""
 
 
-def alpha_params(scheme: Scheme) -> dict[str, reg.Param]:
-  """`PARAMS` if the scheme has a bonus, else none."""
-  return dict(PARAMS) if scheme.bonus else {}
+def params(scheme: Scheme) -> dict[str, reg.Param]:
+  """The options every class's agent of the row declares: `PARAMS` with a bonus, `pi_cal`
+  with a fixed π_cal."""
+  return {**(PARAMS if scheme.bonus else {}),
+          **({"pi_cal": POLICY} if scheme.fixed_calibration else {})}
+
+
+def fixed_policy(pi_cal, task) -> chex.Array:
+  """The fixed π_cal of a row that reads one, (X, A): the agent's `pi_cal`, (A,) or (X, A),
+  broadcast to π_ref's shape, or the task's `pi_cal` where it is None."""
+  return task.pi_cal if pi_cal is None else jnp.broadcast_to(
+      jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
 
 
 def alpha_schedule(scheme: Scheme, alpha: schedules.Schedule | float) -> schedules.Schedule:

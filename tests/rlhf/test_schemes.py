@@ -92,7 +92,7 @@ def _frozen_class():
     return Agent(agent_name("frozen", scheme), lambda key, task, horizon: jnp.zeros(()), act,
                  lambda key, state, obs, query, a1_wins, task: state + 1)
 
-  return PolicyClass("frozen", make, lambda row: schemes.alpha_params(row), doc="π_ref")
+  return PolicyClass("frozen", make, schemes.params, doc="π_ref")
 
 
 def test_a_scheme_and_a_class_added_from_outside_run_on_every_class(restored_registry):

@@ -20,6 +20,10 @@ from rbx.core.protocol import Agent
 from rbx.rlhf.schemes import Scheme
 
 
+SOLVER = {"solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
+"""The exact classes' solver settings (tabular, linear)."""
+
+
 class PolicyClass(NamedTuple):
   """A policy class of the RLHF schemes.
 

@@ -33,7 +33,7 @@ from rbx.core import registry as reg
 from rbx.core.protocol import Agent
 from rbx.rlhf import schemes
 from rbx.rlhf.env import Prompt, Query
-from rbx.rlhf.learners.base import PolicyClass, agent_name
+from rbx.rlhf.learners.base import SOLVER, PolicyClass, agent_name
 from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
                              search_linear)
 from rbx.rlhf.solver import SolverConfig
@@ -88,8 +88,7 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
     _checks.probability("pi_cal", pi_cal)
 
   def fixed_cal(task):
-    return task.pi_cal if pi_cal is None else jnp.broadcast_to(
-        jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
+    return schemes.fixed_policy(pi_cal, task)
 
   def cal_policy(state: LinearState, task):
     return schemes.calibration_policy(scheme, {
@@ -151,9 +150,7 @@ CLASS_NAME = "linear"
 
 def params(scheme: schemes.Scheme) -> dict[str, reg.Param]:
   """The options a config sets for the row: α's with a bonus, π_cal with a fixed one."""
-  return {**schemes.alpha_params(scheme),
-          **({"pi_cal": schemes.POLICY} if scheme.fixed_calibration else {}),
-          "solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
+  return {**schemes.params(scheme), **SOLVER}
 
 
 CLASS = PolicyClass(CLASS_NAME, make, params,

@@ -375,8 +375,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
 
   def log_fixed_cal(task):
     """log π_cal of the rows with a fixed one, (X, A)."""
-    return jnp.log(task.pi_cal if pi_cal is None else jnp.broadcast_to(
-        jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape))
+    return jnp.log(schemes.fixed_policy(pi_cal, task))
 
   def samplers(state, obs, task):
     """key -> an answer at x_t drawn by the policy itself from θ^(t−1), θ^(t) and θ_ref (and
@@ -486,8 +485,7 @@ CAL_SAMPLES = {"cal_samples": reg.integer(0, optional=True,
 def params(scheme: schemes.Scheme) -> dict[str, reg.Param]:
   """The options a config sets for the row: α's and the bonus estimate's with a bonus, π_cal
   with a fixed one, π^(0) where a1 ~ π^(t−1)."""
-  return {**schemes.alpha_params(scheme), **PARAMS, **(CAL_SAMPLES if scheme.bonus else {}),
-          **({"pi_cal": schemes.POLICY} if scheme.fixed_calibration else {}),
+  return {**schemes.params(scheme), **PARAMS, **(CAL_SAMPLES if scheme.bonus else {}),
           **({"pi_prev_init": schemes.POLICY} if scheme.first == "previous" else {})}
 
 

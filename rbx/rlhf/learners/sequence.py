@@ -223,9 +223,7 @@ PARAMS = {
 def params(scheme: schemes.Scheme) -> dict[str, reg.Param]:
   """The options a config sets for the row: α's and the bonus estimate's with a bonus, π_cal
   with a fixed one."""
-  return {**schemes.alpha_params(scheme), **PARAMS,
-          **(practical.CAL_SAMPLES if scheme.bonus else {}),
-          **({"pi_cal": schemes.POLICY} if scheme.fixed_calibration else {})}
+  return {**schemes.params(scheme), **PARAMS, **(practical.CAL_SAMPLES if scheme.bonus else {})}
 
 
 CLASS = PolicyClass(CLASS_NAME, make, params, practical.defaults,

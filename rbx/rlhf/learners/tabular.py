@@ -52,7 +52,7 @@ from rbx.core import registry as reg
 from rbx.core.protocol import Agent
 from rbx.rlhf import objectives, schemes
 from rbx.rlhf.env import Prompt, Query, Task
-from rbx.rlhf.learners.base import PolicyClass, agent_name
+from rbx.rlhf.learners.base import SOLVER, PolicyClass, agent_name
 from rbx.rlhf.solver import SolverConfig, solve_optimistic
 
 
@@ -197,8 +197,7 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_
     return solve_all(task, wins, cal, alpha_x, r0, unsampled_solver).at[idx].set(full)
 
   def fixed_cal(task: Task):
-    return task.pi_cal if pi_cal is None else jnp.broadcast_to(
-        jnp.asarray(pi_cal, jnp.float32), task.pi_ref.shape)
+    return schemes.fixed_policy(pi_cal, task)
 
   def act(key, state: AgentState, obs: Prompt, task: Task):
     policies = {"previous": state.log_pi_prev[obs.x], "current": state.log_pi[obs.x],
@@ -234,7 +233,6 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_
 
 
 CLASS_NAME = "tabular"
-SOLVER = {"solver": reg.table(doc="rbx.rlhf.SolverConfig fields")}
 UNSAMPLED = {
     "unsampled_solver": reg.table(doc="the opt-in lazy re-solve: rbx.rlhf.SolverConfig "
                                   "fields at the prompts a step did not sample (default: none, "
@@ -246,9 +244,7 @@ UNSAMPLED = {
 def params(scheme: schemes.Scheme) -> dict[str, reg.Param]:
   """The options a config sets for the row: α's with a bonus, π_cal with a fixed one, π^(0)
   where a1 ~ π^(t−1), the lazy re-solve where π_cal moves every step."""
-  return {**schemes.alpha_params(scheme),
-          **({"pi_cal": schemes.POLICY} if scheme.fixed_calibration else {}),
-          "pi_init": schemes.POLICY,
+  return {**schemes.params(scheme), "pi_init": schemes.POLICY,
           **({"pi_prev_init": schemes.POLICY} if scheme.first == "previous" else {}),
           **SOLVER, **(UNSAMPLED if scheme.calibration == "current" else {})}
 
