@@ -19,6 +19,12 @@ dimensions): O(starts × iterations × (|X|·A·d + T·d²)) whatever t is (`rbx
 A step adds one comparison, so the optimum moves little: each step refines again the previous
 step's distinct end points (`starts` − 1 of them, carried in the state) and one new candidate
 (`rbx.rlhf.linear.search_linear`). π^(1) = π_ref (θ = 0). β > 0.
+
+*One program for every scheme.* Like the tabular agents, an agent carries its row of the
+scheme table as data (`LinearState.scheme`, `LinearState.bonus`): the answers are drawn from
+the row's entry of the four policies, π_cal is the row's entry of the three, and α_t is
+`bonus` × the schedule. So agents of the same α, π_cal and solver settings lower to the same
+step program, which a sweep compiles once (a grid of the four linear agents: one program).
 """
 from __future__ import annotations
 
@@ -50,12 +56,16 @@ class LinearState(NamedTuple):
     basins: the previous step's distinct search end points, best first (θ^(t) = `theta`
       the first), (m, d) with m = max(1, starts − 1): the next step's warm starts
       (`rbx.rlhf.linear.search_linear`).
+    scheme: the row as data, (3,) int32 (`rbx.rlhf.schemes.Scheme.indices`).
+    bonus: 1.0 for a row with the bonus, 0.0 for greedy; float32 scalar (α_t's factor).
   """
   theta_prev: chex.Array
   data: LinearData
   log_pi: chex.Array
   t: chex.Array
   basins: chex.Array
+  scheme: chex.Array
+  bonus: chex.Array
 
   @property
   def theta(self) -> chex.Array:
@@ -81,7 +91,9 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
   """
   name = agent_name(CLASS_NAME, scheme)
   scheme = schemes.get(scheme)
-  schedule = schemes.alpha_schedule(scheme, alpha)
+  # α_t = bonus × schedule(t), the bonus carried as data (module docstring), so a row
+  # without one (greedy) runs the program of a row with one
+  schedule = schemes.alpha_schedule(scheme._replace(bonus=True), alpha)
   if not isinstance(solver, SolverConfig):
     raise ValueError(f"solver must be a rbx.rlhf.SolverConfig, got {type(solver).__name__}")
   if pi_cal is not None:
@@ -91,9 +103,10 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
     return schemes.fixed_policy(pi_cal, task)
 
   def cal_policy(state: LinearState, task):
-    return schemes.calibration_policy(scheme, {
-        "current": lambda: jnp.exp(state.log_pi), "fixed": lambda: fixed_cal(task),
-        "reference": lambda: task.pi_ref})
+    """π_cal, (X, A): the row's entry of `schemes.CALIBRATIONS` (traced from the state)."""
+    policies = {"current": jnp.exp(state.log_pi), "fixed": fixed_cal(task),
+                "reference": task.pi_ref}
+    return jnp.stack([policies[c] for c in schemes.CALIBRATIONS])[state.scheme[2]]
 
   def init(key, task, horizon: int) -> LinearState:
     del key
@@ -107,14 +120,19 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
     return LinearState(theta_prev=theta,
                        data=LinearData(jnp.zeros((horizon, d)), jnp.zeros((), jnp.int32)),
                        log_pi=log_policy(theta, task), t=jnp.ones((), jnp.int32),
-                       basins=jnp.zeros((_carried(solver), d), task.features.dtype))
+                       basins=jnp.zeros((_carried(solver), d), task.features.dtype),
+                       scheme=jnp.array(scheme.indices(), jnp.int32),
+                       bonus=jnp.array(float(scheme.bonus), jnp.float32))
 
   def act(key, state: LinearState, obs: Prompt, task):
     x = obs.x
-    a1, a2 = schemes.answers(jax.random.split(key), scheme, {
-        "previous": lambda: log_policy(state.theta_prev, _at(task, x)),
-        "current": lambda: state.log_pi[x], "reference": lambda: jnp.log(task.pi_ref[x]),
-        "calibration": lambda: jnp.log(fixed_cal(task)[x])})
+    policies = {"previous": log_policy(state.theta_prev, _at(task, x)),
+                "current": state.log_pi[x], "reference": jnp.log(task.pi_ref[x]),
+                "calibration": jnp.log(fixed_cal(task)[x])}
+    rows = jnp.stack([policies[p] for p in schemes.ANSWER_SOURCES])        # (4, A)
+    k1, k2 = jax.random.split(key)
+    a1 = jax.random.categorical(k1, rows[state.scheme[0]])
+    a2 = jax.random.categorical(k2, rows[state.scheme[1]])
     return state, Query(a1, a2, state.log_pi)
 
   def update(key, state: LinearState, obs: Prompt, query: Query, a1_wins, task):
@@ -125,11 +143,11 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
     cal = cal_policy(state, task)
     cal_mean = feature_mean(task.rho[:, None] * cal, task.features)
     problem = LinearProblem(task.features, jnp.log(task.pi_ref), task.rho, task.beta,
-                            schedule(state.t), task.r_max, data, cal_mean)
+                            state.bonus * schedule(state.t), task.r_max, data, cal_mean)
     ends = search_linear(problem, state.basins, solver)
-    return LinearState(theta_prev=state.theta, data=data,
-                       log_pi=log_policy(ends[0], task), t=state.t + 1,
-                       basins=ends[:_carried(solver)])
+    return state._replace(theta_prev=state.theta, data=data,
+                          log_pi=log_policy(ends[0], task), t=state.t + 1,
+                          basins=ends[:_carried(solver)])
 
   return Agent(name, init, act, update)
 
