@@ -125,14 +125,14 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
   S = sweep.seeds.size
   block = S if options.seed_block is None else _checks.positive_int("seed_block", options.seed_block)
   combos = sweep.grid.combos()
-  points = _points(sweep.grid)
-  G = sweep.grid.num_points
-  recorder = Recorder(options.record, T, (len(combos), G, S), options.log_points)
+  points = [_points(sweep.grid, c) for c in range(len(combos))]
+  sizes = [next(iter(p.values())).size for p in points]          # G_c of each combination
+  recorder = Recorder(options.record, T, (len(combos), max(sizes), S), options.log_points)
   stats = dict(compile_seconds=0.0, run_seconds=0.0, seed_steps=0)
   if start is not None:
     recorder.restore(start.records)
     stats = dict(start.stats)
-  bar = Progress(len(combos) * G * S * T, int(stats["seed_steps"]), enabled=progress)
+  bar = Progress(sum(sizes) * S * T, int(stats["seed_steps"]), enabled=progress)
   programs = _Programs(mesh, stats, bar)
   try:
     units = _units(sweep, combos, block, seed_batch, mesh, start)
@@ -140,18 +140,19 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
     # (`_Programs`): a unit runs while later ones compile, and programs of the same text
     # compile once.
     for unit in units:
-      _lower(programs, unit, points, T, chunk)
+      _lower(programs, unit, points[unit.c], T, chunk)
     for unit in units:
+      hp = points[unit.c]
       if unit.restored is None:
-        carry = programs.get(("init", unit.c, unit.seeds.size), stop)(points, unit.keys)
+        carry = programs.get(("init", unit.c, unit.seeds.size), stop)(hp, unit.keys)
       else:
-        carry = _restore(jax.eval_shape(unit.init, points, unit.keys), unit.restored, mesh)
+        carry = _restore(jax.eval_shape(unit.init, hp, unit.keys), unit.restored, mesh)
       t_done = unit.t
       while t_done < T:
         length = min(chunk, T - t_done)
         step = programs.get(("chunk", unit.c, unit.seeds.size, length), stop)
         begin = time.perf_counter()
-        carry, regret = step(points, unit.keys, carry, jnp.int32(t_done + 1))
+        carry, regret = step(hp, unit.keys, carry, jnp.int32(t_done + 1))
         regret = np.asarray(regret)[:, :unit.hi - unit.lo]
         stats["run_seconds"] += time.perf_counter() - begin
         recorder.add(unit.c, slice(unit.lo, unit.hi), t_done + 1, regret)
@@ -240,9 +241,10 @@ def _sizes(sweep: Sweep, options: Options) -> tuple[int, int, int]:
   return T, chunk, _checks.positive_int("seed_batch", options.seed_batch)
 
 
-def _points(grid: Grid) -> dict[str, np.ndarray]:
-  """The numeric grid points vmapped in a program (one dummy point when no field is numeric)."""
-  return grid.points() or {NO_FIELD: np.zeros(1, np.float32)}
+def _points(grid: Grid, combo: int = 0) -> dict[str, np.ndarray]:
+  """The numeric grid points vmapped in static combination `combo`'s program (one dummy
+  point when it has no numeric field)."""
+  return grid.points(combo) or {NO_FIELD: np.zeros(1, np.float32)}
 
 
 class Trajectory(NamedTuple):
@@ -269,7 +271,6 @@ def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=No
   keys = key_data(sweep.seeds) if keys is None else np.asarray(keys)
   S = keys.shape[0]
   keys = _put(_pad(keys, n_dev * batch), mesh, P("seed"))
-  points = _points(sweep.grid)
   kept, snapshots = [], []
   compiled = {} if compiled is None else compiled
 
@@ -281,6 +282,7 @@ def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=No
     return compiled[key]
 
   for c, combo in enumerate(sweep.grid.combos()):
+    points = _points(sweep.grid, c)
     init_fn, chunk_fn = init_and_chunk(sweep.build, combo, batch, mesh, keep)
     carry = program((c, "init"), init_fn, points, keys)(points, keys)
     pieces, saved, t = [], [], 0

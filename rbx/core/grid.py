@@ -5,10 +5,12 @@ the others — names, sizes, anything in `static` — are looped over in Python,
 program per combination. `Grid.arrange` puts results back in the fields' order.
 
 A grid may also be a list of such grids, each swept on its own (per-agent grids: Algorithm 1
-alone beside ε-greedy at each ε). `expand` turns it into the one static field "run" whose
-values label every point of every sub-grid ("agent=eps_greedy, epsilon=0.05"), so the
-results have the axes ("run", "seed", "step") and no cell that was not run; `run_table`
-gives each run's fields (the results' per-run coordinates).
+alone beside ε-greedy at each ε). Its runs are labelled by their fields ("agent=eps_greedy,
+epsilon=0.05"), so the results have the axes ("run", "seed", "step") and no cell that was not
+run; `run_table` gives each run's fields (the results' per-run coordinates). `Runs` runs
+them as a grid does: the runs whose static fields are the same (the same agent, say) are one
+static combination, their numeric fields vmapped in one program, however many sub-grids
+they come from (three α values of one agent: one program, not three).
 """
 from __future__ import annotations
 
@@ -63,18 +65,26 @@ class Grid:
     return [dict(zip(self.static, c))
             for c in itertools.product(*(self.values[f] for f in self.static))]
 
-  def points(self) -> dict[str, np.ndarray]:
-    """Numeric field -> its values over the G numeric points, float32 arrays of shape (G,)."""
+  def points(self, combo: int = 0) -> dict[str, np.ndarray]:
+    """Numeric field -> its values over the numeric points of static combination `combo`
+    (in a table, the same G for every combination), float32 arrays of shape (G,)."""
     combos = list(itertools.product(*(self.values[f] for f in self.numeric)))
     return {f: np.asarray([c[i] for c in combos], np.float32) for i, f in enumerate(self.numeric)}
+
+  def only(self, combo: int) -> Grid:
+    """The grid of static combination `combo` alone (its numeric points as here)."""
+    return Grid({**self.values, **{f: [v] for f, v in self.combos()[combo].items()}},
+                static=self.static)
 
   def each(self) -> Iterator[dict[str, Any]]:
     """Every concrete grid point (for validation before anything is traced)."""
     for combo in itertools.product(*(self.values[f] for f in self.fields)):
       yield dict(zip(self.fields, combo))
 
-  def arrange(self, blocks: np.ndarray) -> np.ndarray:
-    """(num_combos, G, *rest) in (static, numeric) order -> (*grid shape, *rest) in field order."""
+  def arrange(self, blocks) -> np.ndarray:
+    """(num_combos, G, *rest) in (static, numeric) order (an array, or one (G, *rest) array
+    per combination) -> (*grid shape, *rest) in field order."""
+    blocks = np.stack(blocks) if isinstance(blocks, (list, tuple)) else blocks
     rest = blocks.shape[2:]
     shape = tuple(len(self.values[f]) for f in self.static + self.numeric)
     out = blocks.reshape(shape + rest)
@@ -87,6 +97,59 @@ class Grid:
 
 
 RUN = "run"
+
+
+class Runs(Grid):
+  """The runs of a list of sub-grids (`runs`: label -> fields), on the one axis "run": the
+  runs whose static fields (non-numeric values, or named in `static`) and numeric field
+  names are the same form one static combination, whose numeric fields are vmapped over its
+  own G_c runs (in the order given). `combos()` gives each combination's static fields and
+  `points(c)` its runs' numeric values, so `build` receives a run's own fields.
+
+  Attributes (beside `Grid`'s): table: label -> fields; where: each run's (combination,
+  index among its points), in label order.
+  """
+
+  def __init__(self, table: Mapping[str, Mapping[str, Any]], static: Sequence[str] = ()):
+    self.table = dict(table)
+    self.fields, self.values, self.static, self.numeric = (RUN,), {RUN: list(table)}, (RUN,), ()
+    groups: dict[tuple, list[str]] = {}
+    for label, point in self.table.items():
+      fixed = tuple((f, v) for f, v in point.items() if f in static or not is_number(v))
+      numeric = tuple(f for f in point if f not in dict(fixed))
+      groups.setdefault((fixed, numeric), []).append(label)
+    self._groups = [(dict(fixed), numeric, labels) for (fixed, numeric), labels in groups.items()]
+    at = {label: (c, j) for c, (_, _, labels) in enumerate(self._groups)
+          for j, label in enumerate(labels)}
+    self.where = [at[label] for label in self.table]
+
+  @property
+  def num_points(self) -> int:
+    """The most runs vmapped in one program (the largest combination's G_c)."""
+    return max(len(labels) for _, _, labels in self._groups)
+
+  def combos(self) -> list[dict[str, Any]]:
+    return [fixed for fixed, _, _ in self._groups]
+
+  def points(self, combo: int = 0) -> dict[str, np.ndarray]:
+    _, numeric, labels = self._groups[combo]
+    return {f: np.asarray([self.table[label][f] for label in labels], np.float32)
+            for f in numeric}
+
+  def only(self, combo: int) -> Grid:
+    fixed, numeric, labels = self._groups[combo]
+    return Grid({**{f: [v] for f, v in fixed.items()},
+                 **{f: [self.table[label][f] for label in labels] for f in numeric}},
+                static=tuple(fixed))
+
+  def each(self) -> Iterator[dict[str, Any]]:
+    for label in self.table:
+      yield {RUN: label}
+
+  def arrange(self, blocks) -> np.ndarray:
+    """(num_combos, ≥ G_c, *rest) (an array padded past each G_c, or one array per
+    combination) -> (runs, *rest) in label order."""
+    return np.stack([blocks[c][j] for c, j in self.where])
 
 
 def expand(build, grid, static):

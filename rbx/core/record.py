@@ -38,7 +38,8 @@ class Recorder:
   Attributes:
     record: one of `RECORDS`.
     steps: the recorded steps t, shape (R,).
-    data: the records, shape (num_combos, G, S, R); NaN where not yet run.
+    data: the records, shape (num_combos, G, S, R); NaN where not yet run (and past a
+      combination's own G_c, in a list of sub-grids: `rbx.core.grid.Runs`).
     cum: R(t) so far per run, float64 (num_combos, G, S).
   """
 
@@ -56,14 +57,14 @@ class Recorder:
 
   def add(self, combo: int, seeds: slice, t0: int, regret: np.ndarray) -> None:
     """Records steps t0..t0+C−1 of the runs (combo, :, seeds); `regret` has shape (G, S_b, C)."""
-    C = regret.shape[-1]
-    cum = self.cum[combo, :, seeds, None] + np.cumsum(regret, axis=-1, dtype=np.float64)
+    G, C = regret.shape[0], regret.shape[-1]     # G ≤ the records' G (a list of sub-grids)
+    cum = self.cum[combo, :G, seeds, None] + np.cumsum(regret, axis=-1, dtype=np.float64)
     if self.record == "steps":
-      self.data[combo, :, seeds, t0 - 1:t0 - 1 + C] = regret
+      self.data[combo, :G, seeds, t0 - 1:t0 - 1 + C] = regret
     else:
       lo, hi = np.searchsorted(self.steps, [t0, t0 + C])
-      self.data[combo, :, seeds, lo:hi] = cum[..., self.steps[lo:hi] - t0]
-    self.cum[combo, :, seeds] = cum[..., -1]
+      self.data[combo, :G, seeds, lo:hi] = cum[..., self.steps[lo:hi] - t0]
+    self.cum[combo, :G, seeds] = cum[..., -1]
 
   def state(self) -> dict[str, np.ndarray]:
     """The records so far as arrays (for a checkpoint; `restore` reads them back)."""

@@ -142,9 +142,9 @@ def plan(build, grid, steps: int, *, static: Sequence[str] | None = None,
   for a report need not pay it).
   """
   steps = _checks.positive_int("steps", steps)
-  build, expanded, static = grid_lib.expand(build, grid, static)
+  by_label, expanded, _ = grid_lib.expand(build, grid, static)
   fields = Grid(expanded)                   # checks the values before `build` sees them
-  built = ([_built(build, point, check=False) for point in fields.each()] if built is None
+  built = ([_built(by_label, point, check=False) for point in fields.each()] if built is None
            else [_checked(env, agent, check=False) for env, agent in built])
   first = {}
   for env, agent in built:
@@ -155,7 +155,7 @@ def plan(build, grid, steps: int, *, static: Sequence[str] | None = None,
   family = family_of(envs[0])
   if static is None:
     static = sorted(family.static_names()) if family is not None else ()
-  work = _driver_sweep(build, expanded, None, steps, static)
+  work = _driver_sweep(build, grid, None, steps, static)
   mesh = devices_lib.seed_mesh(devices)
   state = _state_bytes(work)
   choice = (_seed_batch(work, family, envs, mesh, state) if seed_batch is None
@@ -240,7 +240,6 @@ def default_seed_batch(build, grid, steps: int, *, static: Sequence[str],
                        envs: Sequence[Any], devices: int | None = None) -> batching.Choice:
   """The default seed batch of a sweep over `grid`, whose grid points' environments are
   `envs` (`rbx.core.batching`: whatever the number of seeds); the grid is not validated again."""
-  build, grid, static = grid_lib.expand(build, grid, static)
   work = _driver_sweep(build, grid, None, steps, static)
   return _seed_batch(work, family_of(envs[0]), envs, devices_lib.seed_mesh(devices),
                      _state_bytes(work))
@@ -288,22 +287,22 @@ def check_memory(plan: Plan, seeds: int, options: RunOptions = RunOptions(),
 
 
 def _driver_sweep(build, grid, seeds, steps, static) -> driver.Sweep:
-  return driver.Sweep(lambda hp: protocol.pair(*build(**hp), steps), Grid(grid, static=static),
-                      seeds, steps)
+  """The driver's sweep of `build` over `grid` — a table (`Grid`) or a list of sub-grids
+  (`rbx.core.grid.Runs`: `build` receives each run's own fields)."""
+  table = grid_lib.run_table(grid)
+  fields = Grid(grid, static=static) if table is None else grid_lib.Runs(table, static)
+  return driver.Sweep(lambda hp: protocol.pair(*build(**hp), steps), fields, seeds, steps)
 
 
 def state_bytes(build, grid, steps: int, static: Sequence[str]) -> int:
   """Bytes of carried state per seed and grid point (the largest static combination's; the
   grid is not validated again)."""
-  build, grid, static = grid_lib.expand(build, grid, static)
   return _state_bytes(_driver_sweep(build, grid, None, steps, static))
 
 
 def _state_bytes(work: driver.Sweep) -> int:
-  grid = work.grid
-  return max(driver.state_bytes(work._replace(grid=Grid(
-      {**grid.values, **{f: [v] for f, v in combo.items()}}, static=grid.static)))
-             for combo in grid.combos())
+  return max(driver.state_bytes(work._replace(grid=work.grid.only(c)))
+             for c in range(len(work.grid.combos())))
 
 
 def family_of(env) -> registry.Family | None:

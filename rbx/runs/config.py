@@ -114,7 +114,7 @@ from rbx import _checks
 from rbx import data as data_lib
 from rbx.core import registry
 from rbx.core import sweep as sweep_lib
-from rbx.core.grid import RUN, Grid, runs
+from rbx.core.grid import Grid, runs
 from rbx.core.record import RECORDS
 from rbx.core.registry import INT, STR, TABLE, VECTOR, Param
 
@@ -236,11 +236,12 @@ class Config(NamedTuple):
     return self.plan.seed_batch.reason
 
   def static(self) -> list[str]:
-    """The grid fields looped over in Python: those declared static (or not real); "run"
-    for a list of sub-grids ([[grid]], `rbx.core.grid.expand`)."""
-    if isinstance(self.grid, list):
-      return [RUN]
-    return [f for f in self.grid if self.param(f).static]
+    """The grid fields looped over in Python: those declared static (strings always are),
+    of every sub-grid of a list ([[grid]], whose runs of the same static fields share a
+    program: `rbx.core.grid.Runs`)."""
+    fields = (dict.fromkeys(f for sub in self.grid for f in sub) if isinstance(self.grid, list)
+              else self.grid)
+    return [f for f in fields if self.param(f).static]
 
   def points(self) -> list[dict[str, Any]]:
     """Every grid point (of every sub-grid), as {field: value}."""

@@ -81,7 +81,7 @@ def trace(directory: str | os.PathLike, seed: int, every: int | None = None,
           "the trace may part from the run's trajectory (docs/reproducibility.md)")
   out, grid, _ = sweep_lib.trajectory(config.plan, seed, every)
   kept = _flat(out.kept, lambda k: k)
-  steps = {name: grid.arrange(np.stack(parts)[:, :, 0]) for name, parts in kept.items()}
+  steps = {name: grid.arrange([p[:, 0] for p in parts]) for name, parts in kept.items()}
   state_steps = np.asarray([t for t, _ in out.states[0]], np.int64)
   states = {}
   if every is not None:
@@ -89,7 +89,7 @@ def trace(directory: str | os.PathLike, seed: int, every: int | None = None,
                  for snaps in out.states]
     for name, parts in _flat(per_combo, lambda k: ("env" if k[0] == "0" else "agent") + k[1:]
                              ).items():
-      states[name] = grid.arrange(np.stack(parts)[:, :, 0])
+      states[name] = grid.arrange([p[:, 0] for p in parts])
   same = _same_as_run(res, seeds.index(seed), steps["regret"])
   coords = {**grid.coords(), "step": np.arange(1, config.steps + 1)}
   result = Trace(seed, grid.fields + ("step",), coords, steps, state_steps, states, same, None)
