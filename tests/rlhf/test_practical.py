@@ -232,6 +232,18 @@ def test_buffer_agents_run_the_count_agents_sweep():
     np.testing.assert_allclose(regret[1], regret[0], rtol=1e-4, atol=1e-6, err_msg=name)
 
 
+def test_auto_data_takes_the_counts_unless_the_horizon_is_below_the_prompts():
+  # 6 prompts: a horizon of 4 takes the buffer, of 6 the counts, bit for bit the explicit form
+  env = rlhf.random_contextual(jax.random.key(10), 6, 4, 3, 0.5, 2.0)
+  agent = lambda data: rlhf.get("practical_xpo", policy="loglinear", train_steps=2, data=data)
+  task = env.spec
+  for horizon, form in ((4, practical.Comparisons), (6, jax.Array)):
+    assert isinstance(agent("auto").init(jax.random.key(0), task, horizon).data, form)
+  run = lambda data: rlhf.sweep(lambda: (env, agent(data)), {}, seeds=2, steps=4,
+                                progress=False).regret
+  np.testing.assert_array_equal(run("auto"), run("buffer"))    # (T ≥ |X|: scheme_regrets.npz)
+
+
 def test_the_bonus_at_prompts_drawn_from_rho_is_exact_when_rho_is_a_point_mass():
   # ρ = e_1: every drawn prompt is 1, so k = 3 drawn prompts give the exact bonus.
   env = rlhf.make_env([[0.0, 1.0, 0.5], [1.0, 0.0, 0.2]], [[.5, .3, .2], [.2, .4, .4]], 0.5, 2.0,

@@ -85,9 +85,9 @@ with α_XPO = α β, up to the constant −α β log π_ref(y_ref) (so the same 
 SELM's `optimistic_dpo_loss` −log σ(β Δ) + α β log π_θ(y_ref)/π_ref(y_ref) exactly (SELM's
 α is this α).
 
-**Cost** (`data`, `cal_prompts`). The DPO term is over the whole D^(t), as (3.2a). By default
-(`data="counts"`) the agents keep the win counts `wins[x, a, b]`, its sufficient statistics,
-so an optimiser step reads all |X| A² counts and every prompt's log π_θ, whatever t is.
+**Cost** (`data`, `cal_prompts`). The DPO term is over the whole D^(t), as (3.2a).
+`data="counts"` keeps the win counts `wins[x, a, b]`, its sufficient statistics, so an
+optimiser step reads all |X| A² counts and every prompt's log π_θ, whatever t is.
 `data="buffer"` keeps the comparisons one by one (`Comparisons`: x_t, a+, a−; capacity the
 horizon `init` receives) and computes log π_θ(·|x) at the buffer's prompts only
 (`Policy.log_probs_at`): O(T A d) a step for the log-linear policy at horizon T, whatever |X|
@@ -95,7 +95,11 @@ is, and the same loss and gradient to float32 rounding. The bonus then costs O(|
 only where it is exact over all prompts (`cal_samples=None`); the sampled estimates at x_t and
 `cal_prompts=k` — the exact E_{a∼π_cal} at k prompts drawn from ρ with the round's calibration
 key, weight 1/k each, the bonus on a batch's prompts as practitioners compute it, unbiased for
-E_{x∼ρ} — cost O(k A d). The deployed π^(t) is computed at every prompt once a round.
+E_{x∼ρ} — cost O(k A d). The deployed π^(t) is computed at every prompt once a round. The
+default, `data="auto"`, takes the counts where the horizon T is at least |X| and the buffer
+where it is below (more prompts than comparisons: most count rows stay empty), chosen at
+`init` from the task's |X| and the horizon; at |X| = 10⁴, T = 1,000 the buffer is 20–100×
+faster (`python -m benchmarks.throughput.practical_throughput --prompts 10000 --horizon 1000`).
 
 **Other policies.** `build` makes any scheme's agent on any `rbx.rlhf.learners.policies.Policy`.
 The autoregressive policies of `rbx.rlhf.learners.sequence` (answers as token sequences) sample themselves
@@ -138,7 +142,8 @@ class PracticalState(NamedTuple):
     params: the policy's parameters θ (`rbx.rlhf.learners.policies`).
     opt_state: the optax state of the optimiser over θ.
     data: the comparisons D^(t): win counts `wins[x, a, b]` = times a was preferred over b at
-      prompt x, (X, A, A) (`data="counts"`), or a `Comparisons` buffer (`data="buffer"`).
+      prompt x, (X, A, A) (`data="counts"`), or a `Comparisons` buffer (`data="buffer"`; "auto"
+      takes one of them at `init`).
     log_pi: log π^(t), the deployed policy, (X, A).
     log_pi_prev: log π^(t-1), (X, A) (Algorithm 1 samples a1 from it).
     t: the round t about to run, starting at 1; int32 scalar.
@@ -278,7 +283,7 @@ def loss(dpo, log_pi: chex.Array, log_ref: chex.Array, beta, alpha, pi_cal: chex
 def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
          optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
          cal_samples: int | None = 0, clip: bool = False, pi_init=None, pi_prev_init=None,
-         pi_cal=None, l2=L2, data: str = "counts", cal_prompts: int | None = None) -> Agent:
+         pi_cal=None, l2=L2, data: str = "auto", cal_prompts: int | None = None) -> Agent:
   """The DPO-form agent of the scheme table's row `scheme` ("practical/<scheme>"): a1 and a2
   from the row's policies, `train_steps` optax steps on L(θ) of the row's π_cal and α_t per
   round (`greedy`: online DPO, TRL's OnlineDPO; `xpo`: TRL's XPOTrainer, whose `alpha` is
@@ -299,8 +304,9 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "ta
     pi_cal: the fixed calibration policy (rows with one), default the task's.
     l2: λ ≥ 0 of the penalty (λ/2)‖θ − θ_ref‖² (module docstring: why it is on by default).
     data: the DPO term's form (module docstring, "Cost"): "counts" (win counts, O(|X| A²) a
-      step; the default) or "buffer" (the comparisons one by one, O(T A d) for the log-linear
-      policy at horizon T; the same loss to float32 rounding).
+      step), "buffer" (the comparisons one by one, O(T A d) for the log-linear policy at
+      horizon T; the same loss to float32 rounding) or "auto" (the default: the counts where
+      T ≥ |X|, else the buffer).
     cal_prompts: with `cal_samples=None`, the exact E_{π_cal} at k prompts drawn from ρ instead
       of all of them.
   """
@@ -312,8 +318,9 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "ta
                learning_rate, train_steps, clip, pi_prev_init, pi_cal, l2, data, cal_prompts)
 
 
-DATA = ("counts", "buffer")
-"""The DPO term's forms: win counts (X, A, A) or a buffer of the comparisons (`Comparisons`)."""
+DATA = ("auto", "counts", "buffer")
+"""The DPO term's forms: win counts (X, A, A), a buffer of the comparisons (`Comparisons`), or
+"auto": the counts where the horizon T ≥ |X|, else the buffer (chosen at `init`)."""
 
 
 def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples, optimizer,
@@ -368,7 +375,8 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     log_prev = log_pi if pi_prev_init is None else jnp.log(
         jnp.broadcast_to(jnp.asarray(pi_prev_init, jnp.float32), task.pi_ref.shape))
     X, A = task.pi_ref.shape
-    comparisons = jnp.zeros((X, A, A)) if data == "counts" else Comparisons.empty(horizon)
+    counts = data == "counts" or (data == "auto" and horizon >= X)
+    comparisons = jnp.zeros((X, A, A)) if counts else Comparisons.empty(horizon)
     return PracticalState(params=params, opt_state=opt.init(params), data=comparisons,
                           log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32),
                           params_prev=params if own else None)
@@ -421,7 +429,8 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
   def update(key, state: PracticalState, obs: Prompt, query: Query, a1_wins, task):
     winner = jnp.where(a1_wins, query.a1, query.a2)
     loser = jnp.where(a1_wins, query.a2, query.a1)
-    if data == "counts":
+    counts = not isinstance(state.data, Comparisons)      # the form `init` took
+    if counts:
       comparisons = state.data.at[obs.x, winner, loser].add(1.0)
     else:
       comparisons = state.data.add(obs.x, winner, loser)
@@ -433,7 +442,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
 
     def objective(params):
       prior = 0.5 * l2 * jnp.sum(jnp.square(params - theta_ref))
-      if data == "counts":                         # every prompt's log π_θ, once
+      if counts:                                   # every prompt's log π_θ, once
         log_pi = deployed(params, task)
         dpo = dpo_loss(log_pi, log_ref, comparisons, task.beta)
         bonus_pi = log_pi if xs is None else log_pi[xs]
@@ -474,7 +483,8 @@ PARAMS = {
     "l2": reg.real(low=0.0, doc="λ of the penalty (λ/2)‖θ − θ_ref‖²"),
     "pi_init": schemes.POLICY,
     "data": reg.string(DATA, doc="the DPO term: win counts (|X| A² a step) or a buffer "
-                       "of the comparisons (the horizon's, at their prompts only)")}
+                       "of the comparisons (the horizon's, at their prompts only); auto: the "
+                       "counts where the horizon T >= |X|, else the buffer")}
 CAL_SAMPLES = {"cal_samples": reg.integer(0, optional=True,
                                           doc="draws estimating E_{π_cal} (0: the round's)"),
                "cal_prompts": reg.integer(1, optional=True,
