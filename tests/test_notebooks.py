@@ -26,9 +26,9 @@ def test_stored_clean(path):
 def test_runs_top_to_bottom(path, monkeypatch):
   nbformat = pytest.importorskip("nbformat", reason="the test extra has nbformat")
   nbclient = pytest.importorskip("nbclient", reason="the test extra has nbclient")
-  # The smallest scale: every cell still runs (each size has a floor in the notebook, and the
-  # propositions' horizons do not scale); what is tested is that the notebook runs, not its numbers,
-  # which the rlhf and neural tests check. (Notebook 01: 200 s at SCALE = 1, 163 s at 0.1, side by
+  # The smallest scale: every cell still runs (each size has a floor in the notebook; the
+  # propositions' horizons too shorten below SCALE = 1); what is tested is that the notebook
+  # runs, not its numbers, which the rlhf and neural tests check. (Notebook 01: 200 s at SCALE = 1, 163 s at 0.1, side by
   # side on a loaded 2-core machine; compiling, not running, is most of it.)
   monkeypatch.setenv("RBX_NOTEBOOK_SCALE", "0.1")
   shared = Path(__file__).resolve().parents[2] / "shared" / "datasets"
