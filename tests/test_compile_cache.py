@@ -46,6 +46,9 @@ import jax
 events = []
 jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
 from rbx import cli
+from rbx.runs import demo
+if "--no-compile-cache" in sys.argv:   # the off run: one of the demo's programs shows the switch
+  demo.EXAMPLES, demo.AGENTS = dict(list(demo.EXAMPLES.items())[:1]), demo.AGENTS[:1]
 status = cli.main(["demo", "--seeds", "2", "--steps", "3", "--no-progress"] + sys.argv[1:])
 print(json.dumps({"hits": events.count("/jax/compilation_cache/cache_hits"),
                   "misses": events.count("/jax/compilation_cache/cache_misses")}))
@@ -56,8 +59,9 @@ sys.exit(status)
 @pytest.fixture(scope="module")
 def demo_processes(tmp_path_factory):
   """`rbx demo` three times in fresh processes, as a user's who gave JAX no cache directory:
-  into an empty cache, again from it, and with --no-compile-cache. Returns {run: (stdout,
-  stderr, its JSON counts, the cache's files after it)} and the two directories."""
+  into an empty cache, again from it, and with --no-compile-cache (one example and agent: one
+  compiled program shows the switch). Returns {run: (stdout, stderr, its JSON counts, the
+  cache's files after it)} and the two directories."""
   env = {k: v for k, v in subprocess_env().items() if k != "JAX_COMPILATION_CACHE_DIR"}
   tmp = tmp_path_factory.mktemp("demo-cache")
   cache, off = tmp / "cache", tmp / "off"

@@ -51,26 +51,36 @@ def test_greedy_and_selm_run_and_policies_start_at_pi_ref():
   np.testing.assert_array_equal(selm.action.a2, xpo.action.a2)
 
 
-def test_xpo_draws_a2_from_pi_ref_and_vpo_from_pi_t():
-  # Example 2's π_ref puts 1 − 2/κ on a0: XPO's second answer is mostly a0.
+# A small solver for the runs whose checks do not depend on the solve's accuracy.
+TINY = rlhf.SolverConfig(iterations=3, starts=4, keep=4, prune_after=1)
+
+
+@pytest.fixture(scope="module")
+def xpo_on_example2():
+  """Example 2 (κ = 50) and XPO's run on it, 200 steps from key(1) with `TINY`: one program
+  for the two tests below."""
   env = rlhf.example2(kappa=50.0)
-  info = rlhf.simulate(env, rlhf.xpo(1.0), jax.random.key(1), 200, seed_batch=1)
+  return env, rlhf.simulate(env, rlhf.xpo(1.0, solver=TINY), jax.random.key(1), 200,
+                            seed_batch=1)
+
+
+def test_xpo_draws_a2_from_pi_ref_and_vpo_from_pi_t(xpo_on_example2):
+  # Example 2's π_ref puts 1 − 2/κ on a0: XPO's second answer is mostly a0 (whatever the solver).
+  info = xpo_on_example2[1]
   np.testing.assert_allclose(np.mean(np.asarray(info.action.a2) == 0), 1 - 2 / 50, atol=0.05)
 
 
-def test_the_modified_scheme_is_xpo_at_pi_ref_and_draws_a2_from_its_pi_cal():
+def test_the_modified_scheme_is_xpo_at_pi_ref_and_draws_a2_from_its_pi_cal(xpo_on_example2):
   # Section 3.2: a1 ~ π^(t), a2 ~ π_cal; XPO is the case π_cal = π_ref (same draws, same
   # solves, so the same trajectory). With another π_cal, a2 follows that π_cal.
-  env = rlhf.example2(kappa=50.0)
-  tiny = rlhf.SolverConfig(iterations=3, starts=4, keep=4, prune_after=1)
-  xpo = rlhf.simulate(env, rlhf.xpo(1.0, solver=tiny), jax.random.key(1), 40, seed_batch=1)
-  mod = rlhf.simulate(env, rlhf.modified(1.0, pi_cal=env.pi_ref, solver=tiny),
-                      jax.random.key(1), 40, seed_batch=1)
+  env, xpo = xpo_on_example2
+  mod = rlhf.simulate(env, rlhf.modified(1.0, pi_cal=env.pi_ref, solver=TINY),
+                      jax.random.key(1), 200, seed_batch=1)
   np.testing.assert_array_equal(mod.action.a1, xpo.action.a1)
   np.testing.assert_array_equal(mod.action.a2, xpo.action.a2)
   np.testing.assert_allclose(mod.regret, xpo.regret, rtol=1e-6)
   cal = np.array([0.1, 0.1, 0.8], np.float32)
-  other = rlhf.simulate(env, rlhf.get("modified", alpha=1.0, pi_cal=cal.tolist(), solver=tiny),
+  other = rlhf.simulate(env, rlhf.get("modified", alpha=1.0, pi_cal=cal.tolist(), solver=TINY),
                         jax.random.key(2), 200, seed_batch=1)
   np.testing.assert_allclose(np.bincount(np.asarray(other.action.a2).ravel(), minlength=3) / 200,
                              cal, atol=0.07)
