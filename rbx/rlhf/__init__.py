@@ -1,15 +1,16 @@
 """Online RLHF under the Bradley–Terry model (paper: `online-rlhf-exploration.txt`): the
 objectives, the optimistic solvers, the environments (`env`: tabular, `contextual`: many prompts
-with features, `sequences`: answers as token sequences), the scheme table (`schemes`), the
-policy classes that run every scheme (`learners`: tabular, linear, practical, sequence), the
-family's registry ("class/scheme" agents: `get`) and analysis. The tabular class's paper-named
-constructors (`algorithm1`, `vpo`, ...) are here.
+with features, `sequences`: answers as token sequences, `markov`: their exact values by
+recursion over the positions), the scheme table (`schemes`), the policy classes that run every
+scheme (`learners`: tabular, linear, practical, sequence), the family's registry
+("class/scheme" agents: `get`) and analysis. The tabular class's paper-named constructors
+(`algorithm1`, `vpo`, ...) are here.
 
 `rbx.rlhf.sweep` is `rbx.sweep`; `simulate` runs one seed (`rbx.simulate`).
 """
 from rbx.core.sweep import simulate, sweep
-from rbx.rlhf import (analysis, assumptions, contextual, learners, linear, registry, schemes,
-                      sequences)
+from rbx.rlhf import (analysis, assumptions, contextual, learners, linear, markov, registry,
+                      schemes, sequences)
 from rbx.rlhf.learners.tabular import AgentState, algorithm1, greedy, modified, selm, vpo, xpo
 from rbx.rlhf.contextual import (ContextualPreferenceEnv, ContextualTask, make_contextual,
                                  random_contextual)
@@ -21,8 +22,8 @@ from rbx.rlhf.solver import SolverConfig, objective, solve_optimistic
 
 __all__ = [
     "analysis", "assumptions", "registry", "FAMILY", "get", "add_class", "add_scheme",
-    "contextual", "learners", "linear", "schemes", "sequences", "ContextualPreferenceEnv",
-    "ContextualTask",
+    "contextual", "learners", "linear", "markov", "schemes", "sequences",
+    "ContextualPreferenceEnv", "ContextualTask",
     "make_contextual", "random_contextual",
     "AgentState", "algorithm1", "greedy", "modified", "selm", "vpo", "xpo",
     "PreferenceEnv", "Prompt", "Query", "Task", "example1", "example2", "make_env", "preference",

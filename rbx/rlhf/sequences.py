@@ -31,7 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import _checks
-from rbx.rlhf import contextual
+from rbx.rlhf import contextual, env as env_lib, markov
+from rbx.rlhf.markov import TokenTruth, markov_regret, optimal_value, reward_range, value
 
 MAX_ANSWERS = 65_536
 """The largest V^L: the enumeration holds |X|·V^L·d features (module docstring)."""
@@ -139,6 +140,24 @@ class SequenceEnv(NamedTuple):
     return self.context.beta
 
   @property
+  def rho(self) -> chex.Array:
+    """ρ, (X,)."""
+    return self.base.rho
+
+  @property
+  def token_rewards(self) -> chex.Array:
+    """The true reward per token, R (X, L, V+1, V): r*(x, y) = Σ_l R[x, l, y_{l−1}, y_l]
+    (y_0 = BOS = V) to float32 rounding (the enumerated `base.r_star` is clipped into
+    [0, r_max] and summed in another order).
+
+    R = θ̃ᵀψ with θ̃ = `context.theta_star` (θ* scaled), plus the scaling's offset
+    −min_{x,y} θ̃ᵀφ(x, y) (a min-plus pass, `markov.reward_range`) on position 1 (l = 0, every
+    previous-token row; only BOS's is read); r_max/2 there when r* is constant (θ̃ = 0).
+    O(|X|·L·V²·d), nothing over the answers.
+    """
+    return _token_rewards(self.token_features, self.context.theta_star, self.r_max)
+
+  @property
   def r_max(self) -> chex.Array:
     """r_max, the truth's bound."""
     return self.context.r_max
@@ -162,8 +181,25 @@ class SequenceEnv(NamedTuple):
     return self.context.observe(key, state)
 
   def feedback(self, key: chex.PRNGKey, state: tuple, obs, query):
-    """(the oracle's comparison (2.1) of answers a1, a2, the ρ-weighted regret term (2.6))."""
-    return self.context.feedback(key, state, obs, query)
+    """(the oracle's comparison (2.1) of answers a1, a2, the ρ-weighted regret term (2.6)).
+
+    `query.log_pi` is the deployed policy over the enumerated answers, (X, V^L) (the regret
+    over them, `rbx.rlhf.PreferenceEnv.feedback`), or a Markov policy's conditionals
+    log π(y_l | x, l, y_{l−1}), (X, L, V+1, V): then the regret is `markov.markov_regret`'s,
+    O(|X|·L·V²), and the oracle's draw the same.
+    """
+    if query.log_pi.ndim != 4:
+      return self.context.feedback(key, state, obs, query)
+    a1_wins = env_lib.preference(jax.random.split(key)[1], self.base, obs.x, query.a1, query.a2)
+    return a1_wins, markov_regret(self, query.log_pi)
+
+
+@jax.jit
+def _token_rewards(psi, theta, r_max):
+  """`SequenceEnv.token_rewards` from ψ (X, L, V+1, V, d), the scaled θ̃ (d,) and r_max."""
+  scores = psi @ theta                                              # θ̃ᵀψ, (X, L, V+1, V)
+  low = jnp.min(reward_range(scores)[0])                            # min_{x,y} θ̃ᵀφ(x, y)
+  return scores.at[:, 0].add(jnp.where(jnp.any(theta != 0), -low, 0.5 * r_max))
 
 
 def with_reference(env: SequenceEnv, ref_logits) -> SequenceEnv:
