@@ -88,12 +88,14 @@ def _check_conditionals(env, log_conditionals) -> chex.Array:
   NaN or +inf and every row (read or not) normalised to `NORMALISED_ATOL`."""
   _checks.shape("log_conditionals", log_conditionals, np.shape(env.ref_log_probs))
   if _checks.is_concrete(log_conditionals):
-    v = np.asarray(log_conditionals, np.float64)
-    if np.isnan(v).any() or np.isposinf(v).any():
-      raise ValueError("log_conditionals must hold no NaN or +inf (log 0 = -inf is allowed)")
-    top = v.max(-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-      lse = top[..., 0] + np.log(np.exp(v - np.where(np.isfinite(top), top, 0.0)).sum(-1))
+    table = np.asarray(log_conditionals)
+    step = max(1, 2 ** 22 // max(1, table[0].size))         # prompts a chunk: ≤ 4M entries
+    lse = np.concatenate([_logsumexp_rows(table[i:i + step])
+                          for i in range(0, table.shape[0], step)])
+    if np.isnan(lse).any():
+      at = tuple(int(i) for i in np.argwhere(np.isnan(lse))[0])
+      raise ValueError(f"log_conditionals must hold no NaN or +inf (log 0 = -inf is allowed): "
+                       f"the first at [x, l, previous] = {list(at)}")
     bad = ~(np.abs(lse) <= NORMALISED_ATOL)
     if bad.any():
       at = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -101,6 +103,17 @@ def _check_conditionals(env, log_conditionals) -> chex.Array:
                        f"over the last axis): {int(bad.sum())} rows do not, the first at "
                        f"[x, l, previous] = {list(at)} with logsumexp {lse[at]:.3g}")
   return jnp.asarray(log_conditionals, jnp.float32)
+
+
+def _logsumexp_rows(v: np.ndarray) -> np.ndarray:
+  """logsumexp over the last axis in float64 numpy: NaN for a row holding NaN or +inf, −inf
+  for a row of −inf."""
+  v = v.astype(np.float64)
+  bad = np.isnan(v).any(-1) | np.isposinf(v).any(-1)
+  top = v.max(-1, keepdims=True)
+  with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+    lse = top[..., 0] + np.log(np.exp(v - np.where(np.isfinite(top), top, 0.0)).sum(-1))
+  return np.where(bad, np.nan, lse)
 
 
 @jax.jit
@@ -206,7 +219,7 @@ def value(env, log_conditionals) -> chex.Array:
   a Markov policy π(y|x) = Π_l π(y_l | x, l, y_{l−1}), by a forward pass over the marginals
   of the previous token:
 
-      J(π, r*) = Σ_l Σ_{p,t} m_l(p) π(t | x, l, p) [R(x, l, p, t) − β log π(t | x, l, p)/π_ref(t | x, l, p)],
+      J(π, r*) = Σ_l Σ_{p,t} m_l(p) π(t | x, l, p) [R(x, l, p, t) − β log π/π_ref (t | x, l, p)],
 
   m_0 = δ_BOS, m_{l+1}(t) = Σ_p m_l(p) π(t | x, l, p) (KL's chain rule). O(|X|·L·V²).
 

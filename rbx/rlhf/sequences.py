@@ -18,6 +18,12 @@ actions, features φ (X, V^L, d)) with the token structure beside it: its oracle
 that environment's, and the linear and tabular policy classes (`rbx.rlhf.learners`) run on it
 unchanged; the sequence class (`rbx.rlhf.learners.sequence`) holds autoregressive policies.
 
+**By recursion.** r* is a sum of per-token rewards (`SequenceEnv.token_rewards`) and π_ref is
+Markov, so J(π*, r*), π*'s conditionals, a Markov policy's J and its regret are passes over the
+positions, O(|X|·L·V²) (`rbx.rlhf.markov`, exported here: `optimal_value`, `value`,
+`markov_regret`, `reward_range`); `SequenceEnv.feedback` scores a deployed policy given as
+conditionals (X, L, V+1, V) that way.
+
 **Size.** The enumeration holds φ, |X|·V^L·d float32s (64 prompts, V^L = 65,536 and d = 16:
 268 MB), and every policy evaluation |X|·V^L log-probabilities; V^L ≤ `MAX_ANSWERS`.
 """
@@ -229,6 +235,10 @@ def make_sequences(token_features, theta_star, beta, r_max, ref_logits=None, rho
   φ(x, y) = Σ_l ψ(x, l, y_{l−1}, y_l) over the enumerated answers, and r* from φ and θ* as
   `rbx.rlhf.make_contextual` scales it (r* = r_max (θ*ᵀφ − m)/(M − m)). ψ[:, 0] is read at
   y_0 = BOS only and ψ[:, l ≥ 1] never at BOS.
+
+  The scale's m and M are still taken over the enumerated answers (`make_contextual`), which
+  keeps r* and every recorded regret bit for bit; `SequenceEnv.token_rewards` gives the same
+  r* per token from a min-plus pass (`markov.reward_range`), to float32 rounding.
 
   Args:
     token_features: ψ, shape (X, L, V+1, V, d) with X ≥ 1, L ≥ 1, V ≥ 2, V^L ≤ `MAX_ANSWERS`.

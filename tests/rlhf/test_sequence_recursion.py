@@ -11,7 +11,7 @@ from rbx.rlhf import markov, sequences
 from rbx.rlhf.env import Prompt, Query
 
 KEY = jax.random.key(0)
-INSTANCES = {   # every constructor of rbx.rlhf.sequences at (X, V, L) = (3, 3, 3), and two more shapes
+INSTANCES = {   # every constructor of rbx.rlhf.sequences at (X, V, L) = (3, 3, 3); two more shapes
     "random": lambda: sequences.random_sequences(KEY, 3, 3, 3, 4, 0.5, 4.0, 0.5),
     "random_uniform_ref": lambda: sequences.random_sequences(KEY, 3, 3, 3, 4, 0.5, 4.0),
     "random_reversed_ref": lambda: sequences.random_sequences(KEY, 3, 3, 3, 4, 0.5, 4.0, 2.0),
