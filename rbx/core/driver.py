@@ -52,11 +52,14 @@ from rbx.core.record import Recorder
 
 class Sweep(NamedTuple):
   """What to run: `build(point) -> Run` (`rbx.core.protocol.pair`) for a grid point (numeric
-  fields traced), the grid, the seeds (int array) and the number of steps T."""
+  fields traced), the grid, the seeds (int array) and the number of steps T; `instances`, the
+  environment seeds of an instance axis (int array of I), each given to `build` as its
+  point's traced "seed" (None: no instance axis)."""
   build: Callable[[dict[str, Any]], protocol.Run]
   grid: Grid
   seeds: np.ndarray
   steps: int
+  instances: np.ndarray | None = None
 
 
 class Options(NamedTuple):
@@ -125,8 +128,8 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
   S = sweep.seeds.size
   block = S if options.seed_block is None else _checks.positive_int("seed_block", options.seed_block)
   combos = sweep.grid.combos()
-  points = [_points(sweep.grid, c) for c in range(len(combos))]
-  sizes = [next(iter(p.values())).size for p in points]          # G_c of each combination
+  points = [_points(sweep, c) for c in range(len(combos))]
+  sizes = [rows(p) for p in points]                               # G_c·I of each combination
   recorder = Recorder(options.record, T, (len(combos), max(sizes), S), options.log_points)
   stats = dict(compile_seconds=0.0, run_seconds=0.0, seed_steps=0)
   if start is not None:
@@ -241,10 +244,22 @@ def _sizes(sweep: Sweep, options: Options) -> tuple[int, int, int]:
   return T, chunk, _checks.positive_int("seed_batch", options.seed_batch)
 
 
-def _points(grid: Grid, combo: int = 0) -> dict[str, np.ndarray]:
+def _points(sweep: Sweep, combo: int = 0) -> dict[str, np.ndarray]:
   """The numeric grid points vmapped in static combination `combo`'s program (one dummy
-  point when it has no numeric field)."""
-  return grid.points(combo) or {NO_FIELD: np.zeros(1, np.float32)}
+  point when it has no numeric field), shape (G,) each; with instances also `INSTANCE`, the
+  environment seeds of every point, int32 (G, I)."""
+  points = sweep.grid.points(combo) or {NO_FIELD: np.zeros(1, np.float32)}
+  if sweep.instances is None:
+    return points
+  G = next(iter(points.values())).shape[0]
+  return {**points, INSTANCE: np.tile(np.asarray(sweep.instances, np.int32), (G, 1))}
+
+
+def rows(points: dict[str, np.ndarray]) -> int:
+  """The leading axis of a program's carry and records over `points` (`_points`): G, or G·I
+  with instances (point g's instance i at row g·I + i)."""
+  return int(np.prod(points[INSTANCE].shape) if INSTANCE in points
+             else next(iter(points.values())).shape[0])
 
 
 class Trajectory(NamedTuple):
@@ -282,7 +297,7 @@ def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=No
     return compiled[key]
 
   for c, combo in enumerate(sweep.grid.combos()):
-    points = _points(sweep.grid, c)
+    points = _points(sweep, c)
     init_fn, chunk_fn = init_and_chunk(sweep.build, combo, batch, mesh, keep)
     carry = program((c, "init"), init_fn, points, keys)(points, keys)
     pieces, saved, t = [], [], 0
@@ -414,6 +429,7 @@ def _sharded(out, mesh):
 
 
 NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid field is numeric
+INSTANCE = "seed"                      # the build's keyword of an instance's environment seed
 
 
 def _regret(transition: protocol.Transition):
@@ -455,11 +471,25 @@ def _over_points(f, points, *args):
   """`jax.vmap(f)(points, *args)` over the G grid points (the leading axis of `points`' and
   `args`' leaves); with one point, f of that point with the axis added back, so a size-1 axis
   costs no batching pass over the whole program (results are bit for bit the same:
-  tests/rlhf/test_schemes.py)."""
-  if next(iter(points.values())).shape[0] > 1:
-    return jax.vmap(f)(points, *args)
-  first = lambda tree: jax.tree.map(lambda x: x[0], tree)
-  return jax.tree.map(lambda x: x[None], f(first(points), *map(first, args)))
+  tests/rlhf/test_schemes.py). With instances (`INSTANCE` in `points`, (G, I)) `args`' leading
+  axis is G·I (`rows`) and a point's I instances run one after another (`lax.map`), each f
+  of one environment seed: the seed batch already fills the vector units, and an unbatched
+  environment keeps instance i's program a run's at seed i, bit for bit
+  (tests/core/test_instances.py)."""
+  G = next(iter(points.values())).shape[0]
+  if INSTANCE in points:
+    each = f
+    f = lambda hp, *a: jax.lax.map(lambda xs: each({**hp, INSTANCE: xs[0]}, *xs[1:]),
+                                   (hp[INSTANCE], *a))
+    args = jax.tree.map(lambda x: x.reshape(G, -1, *x.shape[1:]), args)
+  if G > 1:
+    out = jax.vmap(f)(points, *args)
+  else:
+    first = lambda tree: jax.tree.map(lambda x: x[0], tree)
+    out = jax.tree.map(lambda x: x[None], f(first(points), *map(first, args)))
+  if INSTANCE in points:
+    out = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), out)
+  return out
 
 
 def _pad(seeds: np.ndarray, n: int) -> np.ndarray:
@@ -498,7 +528,7 @@ def _restore(abstract, leaves: list[np.ndarray], mesh):
 def state_bytes(sweep: Sweep) -> int:
   """Bytes of carried state per seed and grid point (the first static combination)."""
   combo = sweep.grid.combos()[0]
-  points = {k: v[:1] for k, v in _points(sweep.grid).items()}
+  points = {k: v[:1, :1] if k == INSTANCE else v[:1] for k, v in _points(sweep).items()}
   init, _ = init_and_chunk(sweep.build, combo, 1, None)
   leaves = jax.tree.leaves(jax.eval_shape(init, points, key_data(np.zeros(1, np.int32))))
   return int(sum(math.prod(x.shape) * x.dtype.itemsize for x in leaves))

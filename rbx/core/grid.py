@@ -154,8 +154,9 @@ class Runs(Grid):
 
 def expand(build, grid, static):
   """(build, grid, static) of a sweep whose grid may be a list of sub-grids (module
-  docstring): unchanged for a table; for a list, `build(run=label)` calls the given build
-  with that run's point, the grid is {"run": labels} and "run" is static.
+  docstring): unchanged for a table; for a list, `build(run=label, **rest)` calls the given
+  build with that run's point (and `rest`: an instance's seed), the grid is {"run": labels}
+  and "run" is static.
 
   Raises:
     ValueError: a grid that is neither a table of lists nor a non-empty list of them, a bad
@@ -167,7 +168,7 @@ def expand(build, grid, static):
     raise ValueError("grid must be a table (field -> list of values) or a non-empty list of "
                      f"them, got {grid!r}")
   table = runs(grid)
-  return (None if build is None else lambda **point: build(**table[point[RUN]]),
+  return (None if build is None else lambda run, **rest: build(**table[run], **rest),
           {RUN: list(table)}, (RUN,))
 
 

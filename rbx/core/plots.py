@@ -2,6 +2,10 @@
 `Figure` and, given a `path`, also saves it (`save`: "out/fig" as out/fig.png and .svg,
 "fig.pdf" as that file only). A guide with examples: docs/plots.md.
 
+Results over instances (an "instance" axis) are drawn over instances: each instance's mean
+over its seeds is one sample (`Results.instance_means`), so a band is the 95% CI or the
+quantiles over instances, as `rbx report`'s CI is.
+
 * `cumulative`: R(t) against t per grid point, a colour per agent and a line style per value
   of the other grid fields. `band="ci"` (the default): the mean over seeds with its 95% CI
   (Student t, clipped at 0 as regret is non-negative; none with fewer than
@@ -100,21 +104,22 @@ def cumulative(res: results_lib.Results, path: str | os.PathLike | None = None,
   """
   _checks.choice("band", band, BANDS)
   t = res.coords["step"]
-  values = res.cumulative.reshape(-1, *res.cumulative.shape[-2:])
-  drawn = _drawn(res, values)
-  looks, handles = _looks([point for _, point in drawn])
   fig = Figure(figsize=(7, 4.5 if stuck is None else 6.3))
   if stuck is None:
     ax = fig.subplots()
   else:
     fractions = res.stuck_fraction(stuck).reshape(-1, t.size)
     ax, low = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1.3))
+  res = res.instance_means()
+  values = res.cumulative.reshape(-1, *res.cumulative.shape[-2:])
+  drawn = _drawn(res, values)
+  looks, handles = _looks([point for _, point in drawn])
   opacity = 0.15 if len({look["color"] for look in looks}) == len(looks) <= 4 else 0.08
   for (i, point), look in zip(drawn, looks):
     _draw_band(ax, t, values[i], None if handles else label(point) or None, opacity, band,
                quantiles, **look)
   ax.set(ylabel="cumulative regret R(t)", yscale="log" if log else "linear",
-         title=title(res, "cumulative regret, " + _spread(values.shape[-2], band, quantiles)))
+         title=title(res, "cumulative regret, " + _spread(res, band, quantiles)))
   if not log:
     ax.set_ylim(bottom=0)
   if handles or res.grid_axes:
@@ -162,6 +167,7 @@ def scaling(res: results_lib.Results, path: str | os.PathLike | None = None,
   and, dashed through the fit's end, the slope `reference(point)` (in the legend once when
   every point shares it, else beside each point's fitted slope); saved at `path` when given."""
   t = res.coords["step"]
+  res = res.instance_means()
   values = res.cumulative.reshape(-1, *res.cumulative.shape[-2:])
   mean = values.mean(axis=-2)
   drawn = _drawn(res, values)
@@ -192,7 +198,7 @@ def scaling(res: results_lib.Results, path: str | os.PathLike | None = None,
     ax.plot([], [], "--", color="0.4", linewidth=1, label="dashed: the paper's exponent"
             + (f" {distinct.pop():.2f}" if len(distinct) == 1 else ""))
   ax.set(xscale="log", yscale="log", xlabel="t", ylabel="mean cumulative regret R(t)",
-         title=title(res, f"mean over {values.shape[-2]} seeds, slope fitted over t ≥ √T"))
+         title=title(res, f"mean over {_samples(res)}, slope fitted over t ≥ √T"))
   ax.legend(fontsize="small")
   fig.tight_layout()
   if path is not None:
@@ -204,6 +210,7 @@ def heatmap(res: results_lib.Results, path: str | os.PathLike | None = None) -> 
   """Mean R(T) over the two grid axes of `_heatmap_axes`, a panel per other grid point;
   saved at `path` when given. Tick labels are thinned to `MAX_TICKS` and slanted when long."""
   ya, xa = _heatmap_axes(res)
+  res = res.instance_means()
   others = [a for a in res.grid_axes if a not in (ya, xa)]
   panels = list(itertools.product(*(list(res.coords[a]) for a in others)))[:MAX_PANELS]
   fig = Figure(figsize=(4.5 * len(panels) + 0.5, 4.2))
@@ -230,7 +237,7 @@ def heatmap(res: results_lib.Results, path: str | os.PathLike | None = None) -> 
         text.set_horizontalalignment("right")
     ax.set(xlabel=_name(xa), ylabel=_name(ya), title=label(dict(zip(others, values))))
     fig.colorbar(im, ax=ax, label="mean R(T)")
-  fig.suptitle(title(res, f"mean R(T) over {res.cumulative.shape[-2]} seeds"))
+  fig.suptitle(title(res, f"mean R(T) over {_samples(res)}"))
   fig.tight_layout()
   if path is not None:
     save(fig, path)
@@ -300,7 +307,7 @@ def partial_label(res: results_lib.Results) -> str | None:
   steps = (res.config or {}).get("steps")
   reached = (res.metadata or {}).get(REACHED, int(res.coords["step"][-1]))
   text = f"partial: step {reached}" + (f" of {steps}" if steps else "")
-  final = res.final().reshape(-1, res.cumulative.shape[-2])
+  final = res.final().reshape(len(results_lib.points(res)), -1)
   run = int(np.isfinite(final).all(axis=-1).sum())
   return text if run == len(final) else f"{text}, {run} of {len(final)} grid points"
 
@@ -322,16 +329,23 @@ def _value(axis: str, v) -> str:
   return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
 
 
-def _spread(seeds: int, band: str = "ci",
+def _samples(res: results_lib.Results) -> str:
+  """A grid point's samples (the axis before "step"): "8 seeds", or over instances
+  (`Results.instance_means`) "16 instances"."""
+  n = len(res.coords[res.axes[-2]])
+  return f"{n} {res.axes[-2]}{'s' * (n > 1)}"
+
+
+def _spread(res: results_lib.Results, band: str = "ci",
             quantiles: tuple[float, float] = results_lib.QUANTILES) -> str:
-  s = "s" * (seeds > 1)
+  n, axis = len(res.coords[res.axes[-2]]), res.axes[-2]
   if band == "quantile":
     low, high = (f"{100 * q:g}" for q in quantiles)
-    return f"median and {low}–{high}% range over {seeds} seed{s}"
-  if band == "none" or seeds < MIN_SEEDS_FOR_CI:
-    return f"mean over {seeds} seed{s}" + (
-        f" (no CI below {MIN_SEEDS_FOR_CI} seeds)" if band == "ci" else "")
-  return f"mean and 95% CI over {seeds} seeds"
+    return f"median and {low}–{high}% range over {_samples(res)}"
+  if band == "none" or n < MIN_SEEDS_FOR_CI:
+    return f"mean over {_samples(res)}" + (
+        f" (no CI below {MIN_SEEDS_FOR_CI} {axis}s)" if band == "ci" else "")
+  return f"mean and 95% CI over {_samples(res)}"
 
 
 def _looks(points: list[dict]) -> tuple[list[dict], list[Line2D] | None]:

@@ -21,6 +21,7 @@ from rbx.core.grid import RUN, Grid, is_number, plain, select
 from rbx.core.record import Recorder
 
 QUANTILES = (0.1, 0.9)          # the spread beside the median: the 10% and 90% quantiles over seeds
+INSTANCE = "instance"           # the axis of an environment's instances (`rbx.sweep(instances=)`)
 REPR_ROWS = 8                   # grid points summarised in `repr(results)`
 
 # Student t quantiles t_{0.975, df} for df = 1..30; beyond, the Cornish–Fisher expansion.
@@ -58,11 +59,14 @@ def ci(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Results:
-  """A sweep's regret with named axes (*grid fields, "seed", "step"), in memory or loaded.
+  """A sweep's regret with named axes (*grid fields, "seed", "step"), in memory or loaded;
+  a sweep over instances has (*grid fields, "instance", "seed", "step").
 
   Attributes:
-    axes: the axis names: the grid fields in order, then "seed", "step".
-    coords: axis -> its values (grid values, seeds, the recorded steps t from 1).
+    axes: the axis names: the grid fields in order, then "instance" (a sweep over instances:
+      instance i is the environment at seed = i), "seed", "step".
+    coords: axis -> its values (grid values, instances' seeds, seeds, the recorded steps t
+      from 1).
     regret: the per-step regret r_t, float32 (*grid, seed, T), when every step was recorded;
       else None.
     recorded: R(t) at the recorded steps, float64 (*grid, seed, step), when only some steps
@@ -98,8 +102,13 @@ class Results:
 
   @property
   def grid_axes(self) -> tuple[str, ...]:
-    """The grid fields' axes: every axis but "seed" and "step"."""
-    return self.axes[:-2]
+    """The grid fields' axes: every axis but "instance", "seed" and "step"."""
+    return tuple(a for a in self.axes[:-2] if a != INSTANCE)
+
+  @property
+  def instances(self) -> int | None:
+    """I, the instances of the environment on the "instance" axis; None without one."""
+    return len(self.coords[INSTANCE]) if INSTANCE in self.axes else None
 
   @property
   def fields(self) -> tuple[str, ...]:
@@ -121,18 +130,21 @@ class Results:
     return columns
 
   def final(self, table: bool = False) -> np.ndarray | Table:
-    """R(T) per grid point and seed: a float64 array (*grid, seed), or with `table` a `Table`
-    with one row per grid point and seed, {*grid labels, "seed", "final"}."""
+    """R(T) per grid point (instance) and seed: a float64 array (*grid, [instance,] seed), or
+    with `table` a `Table` with one row per grid point (instance) and seed, {*grid labels,
+    ["instance",] "seed", "final"}."""
     if self.regret is not None:
       final = self.regret.sum(axis=-1, dtype=np.float64)
     else:
       final = self.recorded[..., -1]
     if not table:
       return final
-    seeds = [plain(s) for s in self.coords["seed"]]
-    return Table([{**point, "seed": seed, "final": float(v)}
-                  for point, row in zip(points(self), final.reshape(-1, len(seeds)))
-                  for seed, v in zip(seeds, row)], labels=self.fields + ("seed",))
+    inner = self.axes[len(self.grid_axes):-1]                 # ("instance",) "seed"
+    runs = [dict(zip(inner, c)) for c in itertools.product(
+        *([plain(v) for v in self.coords[a]] for a in inner))]
+    return Table([{**point, **run, "final": float(v)}
+                  for point, row in zip(points(self), final.reshape(-1, len(runs)))
+                  for run, v in zip(runs, row)], labels=self.fields + inner)
 
   def sel(self, **where) -> "Results":
     """The sub-result at the given coordinates: one value drops its axis, a list keeps the
@@ -155,21 +167,50 @@ class Results:
     an interrupted run has not started), "mean", "std"
     (ddof = 1), the 95% CI "ci_low", "ci_high" (Student t, clipped at 0 for non-negative
     values: `ci`), and "median", "q10", "q90" (the 10% and 90% quantiles over seeds, which
-    show a split between seeds that escape and seeds that stay stuck)."""
+    show a split between seeds that escape and seeds that stay stuck).
+
+    Over instances (an "instance" axis) the statistics are over instances and seeds: after
+    "n" (seeds per instance) "instances" I; "mean" over both; the two spreads, "std" between
+    seeds (within an instance, pooled: √ of the mean over instances of their variance over
+    seeds) and "std_instance" between instances (of the instances' means over their seeds);
+    the 95% CI of the mean over instances (Student t over the I instances' means, I − 1
+    degrees of freedom); the quantiles over every instance and seed."""
     final = self.final()
-    mean, low, high = (x.reshape(-1) for x in ci(final, axis=-1))
-    std = mean_ci(final, axis=-1)[1].reshape(-1)
-    median, q10, q90 = (x.reshape(-1) for x in np.quantile(final, (0.5, *QUANTILES), axis=-1))
-    n = np.isfinite(final).all(axis=-1).reshape(-1) * final.shape[-1]      # 0: not run yet
-    return Table([{**point, "n": int(n[i]), "mean": float(mean[i]), "std": float(std[i]),
+    I = self.instances
+    runs = final.reshape(len(points(self)), I or 1, final.shape[-1])      # (points, I, S)
+    within = mean_ci(runs, axis=-1)[1]                                     # (points, I)
+    if I is None:
+      (mean, low, high), std, spread = ci(runs[:, 0], axis=-1), within[:, 0], lambda i: {}
+    else:
+      means = runs.mean(axis=-1)
+      (mean, low, high), std = ci(means, axis=-1), np.sqrt((within ** 2).mean(axis=-1))
+      between = mean_ci(means, axis=-1)[1]
+      spread = lambda i: {"std_instance": float(between[i])}
+    median, q10, q90 = np.quantile(runs.reshape(len(runs), -1), (0.5, *QUANTILES), axis=-1)
+    n = np.isfinite(runs).all(axis=(-2, -1)) * final.shape[-1]            # 0: not run yet
+    count = {} if I is None else {"instances": I}
+    return Table([{**point, "n": int(n[i]), **count, "mean": float(mean[i]),
+                   "std": float(std[i]), **spread(i),
                    "ci_low": float(low[i]), "ci_high": float(high[i]),
                    "median": float(median[i]), "q10": float(q10[i]), "q90": float(q90[i])}
                   for i, point in enumerate(points(self))], labels=self.fields)
 
+  def instance_means(self) -> "Results":
+    """Each instance's mean R(t) over its seeds, with axes (*grid, "instance", "step") (as
+    `recorded`): the instances as the samples of a grid point, which the plots and the
+    report's fits average over; `self` without an instance or a seed axis."""
+    if self.instances is None or "seed" not in self.axes:
+      return self
+    return dataclasses.replace(
+        self, axes=self.axes[:-2] + ("step",), regret=None,
+        coords={a: v for a, v in self.coords.items() if a != "seed"},
+        recorded=self.cumulative.mean(axis=-2))
+
   def stuck_fraction(self, threshold: float) -> np.ndarray:
-    """The fraction of seeds whose regret at step t is still r_t ≥ `threshold`, shape
-    (*grid, T): the seeds stuck at a bad policy (e.g. Proposition 1's 1/2 on Example 1,
-    Proposition 2's 0.01 on Example 2), which a mean over seeds blurs.
+    """The fraction of seeds (over instances, of their instances and seeds) whose regret at
+    step t is still r_t ≥ `threshold`, shape (*grid, T): the seeds stuck at a bad policy (e.g.
+    Proposition 1's 1/2 on Example 1, Proposition 2's 0.01 on Example 2), which a mean over
+    seeds blurs.
 
     Raises:
       ValueError: only R(t) at some steps was recorded (record "log" or "summary").
@@ -177,7 +218,8 @@ class Results:
     if self.regret is None:
       raise ValueError("stuck_fraction needs every step's regret r_t: run with "
                        "record = \"steps\" (this run recorded R(t) at some steps only)")
-    return (self.regret >= threshold).mean(axis=-2)
+    runs = (-3, -2) if self.instances else -2
+    return (self.regret >= threshold).mean(axis=runs)
 
   def to_dataframe(self):
     """A tidy pandas DataFrame: one row per (grid point, seed, recorded step), columns the
@@ -219,9 +261,11 @@ class Results:
     lines += [f"  {a:<{width}}  {_values(self.coords[a], sep='; ' if a == RUN else ', ')}"
               for a in self.axes]
     rows = self.summary()
-    keys = list(self.fields) + ["n", "mean", "std"]
+    keys = list(self.fields) + ["n", "mean", "std"] + ["std_instance"] * bool(self.instances)
     table = Table([{k: r[k] for k in keys} for r in rows[:REPR_ROWS]], labels=self.fields)
-    lines += ["R(T) over seeds:"] + ["  " + line for line in repr(table).splitlines()]
+    over = "instances and seeds (std between seeds, std_instance between instances)"
+    lines += [f"R(T) over {over if self.instances else 'seeds'}:"]
+    lines += ["  " + line for line in repr(table).splitlines()]
     if len(rows) > REPR_ROWS:
       lines.append(f"  … {len(rows) - REPR_ROWS} more grid points: res.summary()")
     return "\n".join(lines)
@@ -306,14 +350,29 @@ def _runs_with(labels: np.ndarray, name: str, value, column: list):
 
 
 def from_records(grid: Grid, seeds: np.ndarray, recorder: Recorder, data: np.ndarray,
-                 **extra) -> Results:
-  """Results from a recorder's layout and (gathered) `data` (num_combos, G, S, R); `extra`
-  sets timing, complete, config, metadata, runs."""
-  arranged = grid.arrange(data)
-  axes = grid.fields + ("seed", "step")
-  coords = {**grid.coords(), "seed": np.asarray(seeds), "step": recorder.steps}
+                 instances: np.ndarray | None = None, **extra) -> Results:
+  """Results from a recorder's layout and (gathered) `data` (num_combos, G, S, R) — with
+  `instances` (their seeds, (I,)) (num_combos, G·I, S, R), the axis "instance" before
+  "seed"; `extra` sets timing, complete, config, metadata, runs."""
+  arranged = arrange(grid, data, instances)
+  inner = () if instances is None else (INSTANCE,)
+  axes = grid.fields + inner + ("seed", "step")
+  coords = {**grid.coords(), **({} if instances is None else {INSTANCE: np.asarray(instances)}),
+            "seed": np.asarray(seeds), "step": recorder.steps}
   field = "regret" if recorder.name == "regret" else "recorded"
   return Results(axes, coords, **{field: arranged}, **extra)
+
+
+def arrange(grid: Grid, blocks, instances: np.ndarray | None = None) -> np.ndarray:
+  """`Grid.arrange` of `blocks` (num_combos, G, *rest), or with `instances` (I,) of blocks
+  (num_combos, G·I, *rest) (point g's instance i at row g·I + i: `rbx.core.driver.rows`)
+  -> (*grid shape, I, *rest)."""
+  if instances is None:
+    return grid.arrange(blocks)
+  split = lambda b: b.reshape(b.shape[0] // len(instances), len(instances), *b.shape[1:])
+  if isinstance(blocks, (list, tuple)):
+    return grid.arrange([split(b) for b in blocks])
+  return grid.arrange(blocks.reshape(blocks.shape[0], -1, len(instances), *blocks.shape[2:]))
 
 
 def scaling_slope(t: np.ndarray, mean_regret: np.ndarray, t_min: float | None = None) -> float:

@@ -13,6 +13,10 @@ over the per-seed working set). `simulate` (one seed) and `trajectory` (one seed
 every step, for `rbx trace`) run the sweep's own programs, so a seed is the same bits in all
 of them (docs/reproducibility.md).
 
+An environment built from an integer seed may also be swept over instances (`instances=I`):
+`build(**point, seed=i)` gets instance i's seed traced, the results get the axis "instance"
+before "seed", and instance i is bit for bit the sweep of the environment built at seed = i.
+
 `sweep` is `run(plan(...), seeds, RunOptions(...))`: `plan` checks and plans the sweep once,
 before anything compiles — every grid point built, the state a seed measured, the seed batch
 chosen (`Plan`) — and `check_memory`, `run` and `trajectory` read that plan. The family
@@ -40,7 +44,7 @@ from rbx.core import progress as progress_lib
 from rbx.core import grid as grid_lib
 from rbx.core.grid import Grid, seed_list
 from rbx.core.record import RECORDS, recorded_steps
-from rbx.core.results import Results, from_records
+from rbx.core.results import INSTANCE, Results, from_records
 
 
 class Plan(NamedTuple):
@@ -96,9 +100,9 @@ class RunOptions:
 def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, Sequence[Any]],
           seeds: int | Sequence[int], steps: int, *, static: Sequence[str] | None = None,
           devices: int | None = None, seed_batch: int | batching.Choice | None = None,
-          **options) -> Results:
-  """Regret of every grid point and seed over `steps` steps: `run(plan(build, grid, steps,
-  ...), seeds, RunOptions(**options))`.
+          instances: int | None = None, **options) -> Results:
+  """Regret of every grid point (and instance) and seed over `steps` steps: `run(plan(build,
+  grid, steps, ...), seeds, RunOptions(**options))`.
 
   Args:
     build: `build(**point) -> (env, agent)`; numeric grid fields arrive traced, so build
@@ -116,36 +120,51 @@ def sweep(build: Callable[..., tuple[Any, protocol.Agent]], grid: Mapping[str, S
       this sweep and device kind — a CPU: the family's cache rule for the grid's
       environments, the smallest of them; an accelerator: what fits in half its memory); or a
       `batching.Choice` made earlier. The results' timing records it and why.
+    instances: I, to sweep the environment over instances 0..I−1 in the same program:
+      `build(**point, seed=i)` gets instance i's environment seed, traced, and builds the
+      environment from it as from an integer seed (e.g. `rlhf.random_contextual(
+      jax.random.key(seed), ...)`), so instance i is bit for bit a sweep of the environment
+      built at seed = i. None (default): no instance axis.
     **options: `RunOptions`' fields (chunk, record, log_points, seed_block, progress, start,
       on_chunk, stop, compiles).
   Returns:
-    `Results` with axes (*grid fields, "seed", "step") and the sweep's timing.
+    `Results` with axes (*grid fields, "seed", "step") — with instances (*grid fields,
+    "instance", "seed", "step") — and the sweep's timing.
   Raises:
-    ValueError: a bad grid, seeds or settings, a grid point that its constructors reject, or
-      a sweep whose memory estimate does not fit on this machine (`rbx.core.memory`), before
-      anything compiles or is allocated.
+    ValueError: a bad grid, seeds or settings, a grid point that its constructors reject,
+      instances of an environment that has none (built from data or with NumPy), or a sweep
+      whose memory estimate does not fit on this machine (`rbx.core.memory`), before anything
+      compiles or is allocated.
   """
   options = RunOptions(**options)
-  return run(plan(build, grid, steps, static=static, devices=devices, seed_batch=seed_batch),
-             seeds, options)
+  return run(plan(build, grid, steps, static=static, devices=devices, seed_batch=seed_batch,
+                  instances=instances), seeds, options)
 
 
 def plan(build, grid, steps: int, *, static: Sequence[str] | None = None,
          devices: int | None = None, seed_batch: int | batching.Choice | None = None,
-         built: Sequence[tuple[Any, protocol.Agent]] | None = None, check: bool = True) -> Plan:
+         instances: int | None = None, built: Sequence[tuple[Any, protocol.Agent]] | None = None,
+         check: bool = True) -> Plan:
   """The `Plan` of `sweep(build, grid, ..., steps)` (the arguments as there): every grid
-  point built concretely and checked (ValueError for a bad one), the state a seed measured
-  and the seed batch chosen; nothing compiles. `built`: the grid points' (env, agent), in
-  grid order, where the caller built them already (a config, to name a bad point's key).
-  `check`: trace each agent's protocol now, once an agent (`protocol.check`: seconds for a
-  large agent), before anything else traces it; False leaves it to `run` (a config loaded
-  for a report need not pay it).
+  point built concretely (at instance 0) and checked (ValueError for a bad one), the state a
+  seed measured and the seed batch chosen; nothing compiles. `built`: the grid points' (env,
+  agent), in grid order, where the caller built them already (a config, to name a bad
+  point's key). `check`: trace each agent's protocol now, once an agent (`protocol.check`:
+  seconds for a large agent), before anything else traces it; False leaves it to `run` (a
+  config loaded for a report need not pay it).
   """
   steps = _checks.positive_int("steps", steps)
   by_label, expanded, _ = grid_lib.expand(build, grid, static)
   fields = Grid(expanded)                   # checks the values before `build` sees them
-  built = ([_built(by_label, point, check=False) for point in fields.each()] if built is None
-           else [_checked(env, agent, check=False) for env, agent in built])
+  if instances is not None:
+    instances = np.arange(_checks.positive_int("instances", instances))
+    _check_instance_fields(grid)
+  at = {} if instances is None else {driver.INSTANCE: 0}
+  built = ([_built(by_label, {**point, **at}, check=False, seeded=bool(at))
+            for point in fields.each()]
+           if built is None else [_checked(env, agent, check=False) for env, agent in built])
+  if instances is not None:
+    _check_instances(by_label, next(fields.each()), built[0][0])
   first = {}
   for env, agent in built:
     first.setdefault(agent.name, (env, agent))
@@ -155,13 +174,43 @@ def plan(build, grid, steps: int, *, static: Sequence[str] | None = None,
   family = family_of(envs[0])
   if static is None:
     static = sorted(family.static_names()) if family is not None else ()
-  work = _driver_sweep(build, grid, None, steps, static)
+  work = _driver_sweep(build, grid, None, steps, static)._replace(instances=instances)
   mesh = devices_lib.seed_mesh(devices)
   state = _state_bytes(work)
   choice = (_seed_batch(work, family, envs, mesh, state) if seed_batch is None
             else batching.given(seed_batch))
   return Plan(work, grid_lib.run_table(grid), mesh, choice, state,
               () if check else tuple(first.values()))
+
+
+def _check_instance_fields(grid) -> None:
+  """ValueError for a grid field that an instance axis sets or names ("seed", "instance")."""
+  tables = [grid] if isinstance(grid, Mapping) else grid
+  for field in (driver.INSTANCE, INSTANCE):
+    if any(field in table for table in tables):
+      raise ValueError(f"grid field {field!r} with instances: instance i is the environment "
+                       f"at seed = i, on the results' axis {INSTANCE!r}; sweep instances or "
+                       "seed, not both")
+
+
+def _check_instances(build, point: dict[str, Any], env) -> None:
+  """ValueError naming `instances` unless the environment that `build(**point, seed=s)`
+  makes is one of an integer seed: another at seed 1 than at seed 0 (`env`), and built by
+  JAX from a traced seed. An environment of data, or drawn with NumPy, has no instance axis."""
+  name = f"the environment ({type(env).__name__})"
+  arrays = lambda e: [x for x in jax.tree.leaves(e) if hasattr(x, "shape")]
+  other = _built(build, {**point, driver.INSTANCE: 1}, check=False, seeded=True)[0]
+  if all(np.array_equal(a, b) for a, b in zip(arrays(env), arrays(other))):
+    raise ValueError(f"instances: {name} is the same at seed = 0 and seed = 1: it is built "
+                     "from data (or build ignores seed=) and has no instance axis; drop "
+                     "instances")
+  try:
+    jax.eval_shape(lambda s: arrays(build(**point, **{driver.INSTANCE: s})[0]), jnp.int32(0))
+  except Exception as e:                   # noqa: BLE001 — whatever stops the trace
+    raise ValueError(f"instances: {name} cannot be built from a traced seed — its arrays are "
+                     f"not drawn by JAX from the seed (NumPy's generator, or data) — so it has "
+                     f"no instance axis; drop instances ({type(e).__name__}: "
+                     f"{str(e).splitlines()[0] if str(e) else ''})") from e
 
 
 def _check_agents(agents, steps: int) -> None:
@@ -195,7 +244,7 @@ def run(plan: Plan, seeds: int | Sequence[int], options: RunOptions = RunOptions
     options.compiles.extend(out.compiles)
   local = seeds if out.complete else work.seeds
   return from_records(work.grid, local, out.recorder, data, timing=timing,
-                      complete=out.complete, runs=plan.runs)
+                      complete=out.complete, runs=plan.runs, instances=work.instances)
 
 
 def _driver_options(plan: Plan, options: RunOptions) -> driver.Options:
@@ -277,8 +326,9 @@ def check_memory(plan: Plan, seeds: int, options: RunOptions = RunOptions(),
   recorded = (work.steps if driven.record == "steps"       # not recorded_steps: T may be huge
               else recorded_steps(driven.record, work.steps, driven.log_points).size)
   used = _used(plan.mesh)
+  instances = 1 if work.instances is None else work.instances.size
   need = memory.estimate(
-      combos=len(work.grid.combos()), points=work.grid.num_points, seeds=seeds,
+      combos=len(work.grid.combos()), points=work.grid.num_points * instances, seeds=seeds,
       recorded=recorded, record=driven.record, block=block, chunk=min(chunk, work.steps),
       state=plan.state_bytes, devices=len(used), seed_batch=driven.seed_batch,
       checkpoint=checkpoint)
@@ -313,13 +363,15 @@ def family_of(env) -> registry.Family | None:
   return None
 
 
-def _built(build, point: dict[str, Any], check: bool = True):
-  """`build(**point)` at a concrete point, `_checked`: (env, agent)."""
+def _built(build, point: dict[str, Any], check: bool = True, seeded: bool = False):
+  """`build(**point)` at a concrete point, `_checked`: (env, agent); `seeded`: the point
+  holds an instance's seed (for the message)."""
   try:
     built = build(**point)
   except TypeError as e:
     raise ValueError(f"build(**{point}) failed: {e} (build takes the grid fields as keyword "
-                     "arguments and returns (env, agent))") from e
+                     "arguments" + (", with instances also seed=" if seeded else "")
+                     + ", and returns (env, agent))") from e
   if not (isinstance(built, tuple) and len(built) == 2):
     raise ValueError(f"build must return (env, agent), got {type(built).__name__}")
   return _checked(*built, check=check)

@@ -12,6 +12,8 @@ title = "Example 1"          # optional, for the report
 seeds = 64                   # n (seeds 0..n-1), a list of seeds, or "1000:2000" (seeds
                              # 1000..1999, half-open: one slice of a job array, merged with
                              # `rbx merge`, docs/runs.md)
+instances = 16               # optional: the environment at seed = 0..15, an axis like the
+                             # seeds (environments built from an integer seed only)
 steps = 500                  # T
 chunk = 100                  # steps per jitted chunk (checkpoint, progress); default 1000;
                              # never more than steps
@@ -140,6 +142,10 @@ RUN_KEYS = {
     "title": RunKey(STR, "a title for the report and the plots", False, ""),
     "seeds": RunKey("seeds", 'n (seeds 0..n-1), a list of seeds, or "START:STOP" (half-open: '
                     "one slice of a job array, joined by `rbx merge`)", True),
+    "instances": RunKey(INT, "I: the environment at seed = 0..I-1, swept in the same program "
+                        "like the seeds (the results' axis \"instance\"; the report averages "
+                        "over instances and seeds); only an environment built from an integer "
+                        "`seed` (rlhf: random_instance, contextual, sequences, hard_sequences)"),
     "steps": RunKey(INT, "T, the steps of every run", True),
     "chunk": RunKey(INT, "steps per jitted chunk (a checkpoint and a progress line after "
                     "each); at most `steps`", False, DEFAULT_CHUNK),
@@ -191,6 +197,7 @@ class Config(NamedTuple):
     fixed: the fixed parameters (from [env] and [agent], the agent's name as "agent").
     grid: field -> values, in the config's order; or a list of such sub-grids ([[grid]]).
     seeds: the seeds, int array (from n, a list or "START:STOP").
+    instances: I, the environment's instances at seed = 0..I−1 (None: no instance axis).
     steps, chunk, record, log_points, seed_block, devices: how to run.
     out: the run directory.
     text: the config file's text.
@@ -212,6 +219,7 @@ class Config(NamedTuple):
   fixed: dict[str, Any]
   grid: dict[str, list] | list[dict[str, list]]
   seeds: np.ndarray
+  instances: int | None
   steps: int
   chunk: int
   record: str
@@ -257,7 +265,7 @@ class Config(NamedTuple):
     """The keyword arguments of `rbx.sweep` that this config sets: its plan's and its
     `run_options`'."""
     return dict(static=self.static(), devices=self.devices, seed_batch=self.plan.seed_batch,
-                **self._run_keys())
+                instances=self.instances, **self._run_keys())
 
   def run_options(self, **hooks) -> sweep_lib.RunOptions:
     """How `plan` runs (`rbx.core.sweep.run`), with `hooks` (progress, start, on_chunk, stop,
@@ -435,10 +443,13 @@ def loads(text: str, default_out: str = "runs/sweep", out: str | None = None) ->
     fixed = _read_dataset(fixed, env_name)
   if isinstance(grid, list):
     _wrap(lambda: runs(grid), "config ")      # no run in two sub-grids
+  if "instances" in run:
+    _check_instances(family, env_name, run["instances"], where)
   num_seeds = len(seeds) if isinstance(seeds, range) else _num_seeds(seeds)
   config = _planned(Config(
       family=fam_name, title=run.get("title", ""), env=env_name, fixed=fixed, grid=grid,
       seeds=np.zeros(0, np.int64),     # made once their memory is checked, below
+      instances=run.get("instances"),
       steps=steps, chunk=min(run.get("chunk", DEFAULT_CHUNK), steps),   # at most one chunk
       record=record, log_points=run.get("log_points", RUN_KEYS["log_points"].default),
       seed_block=run.get("seed_block"), devices=run.get("devices"),
@@ -526,6 +537,21 @@ def _values(family: registry.Family, env: str, agents: list[str],
   return fixed, where
 
 
+def _check_instances(family: registry.Family, env: str, instances: int,
+                     where: dict[str, str]) -> None:
+  """A ConfigError unless environment `env` has an instance axis — it takes an integer `seed`
+  — that the config does not set ([env] or [grid] seed)."""
+  if "seed" not in family.envs[env].params:
+    seeded = [e for e, entry in family.envs.items() if "seed" in entry.params]
+    raise ConfigError(f"config instances = {instances}: environment {env!r} has no instance "
+                      f"axis (it is not built from a seed); instances sweep an environment "
+                      f"built from an integer seed: {seeded}")
+  if "seed" in where:
+    raise ConfigError(f"config {where['seed']}.seed: with instances = {instances}, instance i "
+                      f"is the environment at seed = i (0..{instances - 1}); set instances or "
+                      "seed, not both")
+
+
 def _planned(config: Config, where: dict[str, str], seed_batch: int | None) -> Config:
   """`config` with its effective values and its sweep's plan (`rbx.core.sweep.plan`, of the
   grid points `_check_points` built; `seed_batch` None: the default)."""
@@ -535,14 +561,15 @@ def _planned(config: Config, where: dict[str, str], seed_batch: int | None) -> C
                                                         [env for env, _ in built]))
   return config._replace(plan=_wrap(lambda: sweep_lib.plan(
       config.build, config.grid, config.steps, static=config.static(), devices=config.devices,
-      seed_batch=seed_batch, built=built, check=False)))   # traced when it runs
+      seed_batch=seed_batch, instances=config.instances, built=built,
+      check=False)))                                        # traced when it runs
 
 
 def _resolve_effective(config: Config, family: registry.Family, envs: list) -> dict[str, Any]:
   """`Config.effective` of a checked `config` whose grid points' environments are `envs` (in
   `Config.points` order, `_check_points`)."""
   points = config.points()
-  swept = {f for p in points for f in p}
+  swept = {f for p in points for f in p} | ({"seed"} if config.instances else set())
   env_entry, read = family.envs[config.env], "dataset" in config.fixed
   env_given = {k: v for k, v in config.fixed.items()
                if k in env_params(family, config.env) and not (read and k in DATA_FIELDS)}

@@ -299,6 +299,7 @@ def _environment(config) -> dict:
       "devices": [str(d) for d in jax.devices()], "local_devices_used": _num_devices(mesh),
       "processes": jax.process_count(),
       "sizes": {"grid": list(grid.shape), "grid_fields": list(grid.fields),
+                "instances": config.instances,
                 "seeds": int(config.seeds.size), "steps": config.steps, "chunk": config.chunk,
                 "seed_batch": config.seed_batch,
                 "seed_batch_reason": config.seed_batch_reason, "seed_block": config.seed_block,

@@ -65,13 +65,15 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   if meta["digest"] != config.digest():
     raise checkpoint.CheckpointError(f"{path} was written by a different config than "
                                      f"{directory / store.CONFIG}")
-  grid = config.plan.sweep.grid
+  grid, instances = config.plan.sweep.grid, config.plan.sweep.instances
+  rows = grid.num_points * (1 if instances is None else instances.size)
   recorder = Recorder(config.record, config.steps,
-                      (len(grid.combos()), grid.num_points, config.seeds.size), config.log_points)
+                      (len(grid.combos()), rows, config.seeds.size), config.log_points)
   recorder.restore({"data": arrays["records.data"], "cum": arrays["records.cum"]})
   reached = int(meta["t"]) or config.steps  # the bar's t; 0: the units before are done
   return partial(results_lib.from_records(
-      grid, config.seeds, recorder, recorder.data, complete=False, timing=meta["stats"],
+      grid, config.seeds, recorder, recorder.data, instances, complete=False,
+      timing=meta["stats"],
       config=tomllib.loads(text),
       metadata={**store.read_json(meta_path), plots.REACHED: reached},
       runs=config.plan.runs))
@@ -146,7 +148,9 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None,
       f"- family `{config.get('family', '?')}`, environment `{env.pop('name', '?')}`"
       + (f" ({_args(env)})" if env else "")
       + (f", agent settings ({_args(config['agent'])})" if config.get("agent") else ""),
-      f"- grid {_grid_args(config.get('grid', {}))}; {res.cumulative.shape[-2]} seeds,"
+      f"- grid {_grid_args(config.get('grid', {}))}; "
+      + (f"{res.instances} instances (the environment at seed = 0..{res.instances - 1}) × "
+         if res.instances else "") + f"{res.cumulative.shape[-2]} seeds,"
       f" T = {config.get('steps') or int(res.coords['step'][-1])}, record "
       f"`{sizes.get('record', '?')}`",
   ]
@@ -168,17 +172,22 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None,
     ]
   t_end = int(res.coords["step"][-1])
   lines += ["", f"## Cumulative regret R({'T' if res.complete else t_end})", "",
-            "Over seeds: the mean, the standard deviation (ddof = 1) and the 95% confidence "
-            "interval of the mean (Student t, its lower end clipped at 0 since regret is "
-            "non-negative, like the plots' CI bands); the median and the 10% and 90% quantiles, "
-            "which show seeds that split into stuck and escaped.", ""]
+            ("Over instances and seeds: the mean over both, the two spreads — std between "
+             "seeds within an instance (pooled) and std between instances (of each instance's "
+             "mean over its seeds), ddof = 1 — and the 95% confidence interval of the mean "
+             "over instances (Student t over the instances' means" if res.instances else
+             "Over seeds: the mean, the standard deviation (ddof = 1) and the 95% confidence "
+             "interval of the mean (Student t") + ", its lower end clipped at 0 since regret is "
+            "non-negative, like the plots' CI bands); the median and the 10% and 90% quantiles"
+            + (" over every run" if res.instances else "")
+            + ", which show seeds that split into stuck and escaped.", ""]
   lines += summary_table(res)
   fields = list(res.fields)
   if "cumulative" in figures:
     lines += ["", f"![cumulative regret]({figures['cumulative']})"]
   if "scaling" in figures:
     t = res.coords["step"]
-    mean = res.cumulative.mean(axis=-2).reshape(-1, t.size)
+    mean = res.instance_means().cumulative.mean(axis=-2).reshape(-1, t.size)
     points = [(i, p, reference(p)) for i, p in enumerate(results_lib.points(res))
               if np.isfinite(mean[i]).all()]
     papers = any(paper is not None for _, _, paper in points)
@@ -204,21 +213,24 @@ def summary_table(res: results_lib.Results) -> list[str]:
   decimals that give the largest 4 significant digits)."""
   rows = res.summary()
   fields = list(res.fields)
-  keys = ("mean", "std", "ci_low", "ci_high", "median", "q10", "q90")
+  between = ["std_instance"] if res.instances else []     # over instances: both spreads
+  keys = ("mean", "std", *between, "ci_low", "ci_high", "median", "q10", "q90")
   ran = [r for r in rows if np.isfinite(r["mean"])]
   like = [r[k] for r in ran for k in keys]
   text = {k: iter(results_lib.column([r[k] for r in ran], like=like)) for k in keys}
-  lines = ["| " + " | ".join(fields + ["n", "mean", "std", "95% CI", "median", "10–90%"]) + " |",
-           "|" + "---|" * (len(fields) + 6)]
+  counts = ["instances", "n"] if res.instances else ["n"]
+  spreads = ["std (seeds)", "std (instances)"] if res.instances else ["std"]
+  lines = ["| " + " | ".join(fields + counts + ["mean", *spreads, "95% CI", "median", "10–90%"])
+           + " |", "|" + "---|" * (len(fields) + len(counts) + len(spreads) + 4)]
   for r in rows:
     if np.isfinite(r["mean"]):
       v = {k: next(text[k]) for k in keys}
-      cells = [v["mean"], v["std"], f"[{v['ci_low']}, {v['ci_high']}]",
-               v["median"], f"[{v['q10']}, {v['q90']}]"]
+      cells = [v["mean"], *(v[k] for k in ("std", *between)),
+               f"[{v['ci_low']}, {v['ci_high']}]", v["median"], f"[{v['q10']}, {v['q90']}]"]
     else:
-      cells = ["not run yet", "", "", "", ""]
-    lines.append("| " + " | ".join([results_lib.cell(r[f]) for f in fields] + [str(r["n"])]
-                                   + cells) + " |")
+      cells = ["not run yet"] + [""] * (len(spreads) + 3)
+    lines.append("| " + " | ".join([results_lib.cell(r[f]) for f in fields]
+                                   + [str(r[k]) for k in counts] + cells) + " |")
   return lines
 
 

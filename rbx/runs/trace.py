@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 from rbx.core import reproducibility
+from rbx.core import results as results_lib
 from rbx.core import sweep as sweep_lib
 from rbx.runs import config as config_lib
 from rbx.runs import store
@@ -29,11 +30,13 @@ class Trace(NamedTuple):
 
   Attributes:
     seed: the seed.
-    axes: the run's grid fields, then "step" (the leading axes of every array of `steps`).
-    coords: grid field -> its values; "step" -> 1..T.
-    steps: name -> array, shape (*grid shape, T, ...): "obs.x", "action.a1", ..., "regret".
+    axes: the run's grid fields, then "instance" in a run over instances, then "step" (the
+      leading axes of every array of `steps`).
+    coords: grid field (and "instance") -> its values; "step" -> 1..T.
+    steps: name -> array, shape (*grid shape, [I,] T, ...): "obs.x", "action.a1", ...,
+      "regret".
     state_steps: the steps after which the state was kept, (n,) (empty without `every`).
-    states: name -> array, shape (*grid shape, n, ...): "env....", "agent....".
+    states: name -> array, shape (*grid shape, [I,] n, ...): "env....", "agent....".
     same_as_run: whether the traced regret is the run's row of this seed (module docstring).
     path: the .npz written, or None.
   """
@@ -80,8 +83,10 @@ def trace(directory: str | os.PathLike, seed: int, every: int | None = None,
     print(f"rbx trace: note: this machine differs from the run's in {', '.join(mismatch)}; "
           "the trace may part from the run's trajectory (docs/reproducibility.md)")
   out, grid, _ = sweep_lib.trajectory(config.plan, seed, every)
+  instances = config.plan.sweep.instances
+  arrange = lambda parts: results_lib.arrange(grid, [p[:, 0] for p in parts], instances)
   kept = _flat(out.kept, lambda k: k)
-  steps = {name: grid.arrange([p[:, 0] for p in parts]) for name, parts in kept.items()}
+  steps = {name: arrange(parts) for name, parts in kept.items()}
   state_steps = np.asarray([t for t, _ in out.states[0]], np.int64)
   states = {}
   if every is not None:
@@ -89,10 +94,12 @@ def trace(directory: str | os.PathLike, seed: int, every: int | None = None,
                  for snaps in out.states]
     for name, parts in _flat(per_combo, lambda k: ("env" if k[0] == "0" else "agent") + k[1:]
                              ).items():
-      states[name] = grid.arrange([p[:, 0] for p in parts])
+      states[name] = arrange(parts)
   same = _same_as_run(res, seeds.index(seed), steps["regret"])
-  coords = {**grid.coords(), "step": np.arange(1, config.steps + 1)}
-  result = Trace(seed, grid.fields + ("step",), coords, steps, state_steps, states, same, None)
+  inner = {} if instances is None else {results_lib.INSTANCE: instances}
+  coords = {**grid.coords(), **inner, "step": np.arange(1, config.steps + 1)}
+  result = Trace(seed, grid.fields + tuple(inner) + ("step",), coords, steps, state_steps,
+                 states, same, None)
   if write:
     path = directory / "trace" / f"seed_{seed}.npz"
     path.parent.mkdir(exist_ok=True)
