@@ -129,20 +129,24 @@ class Runs(Grid):
     return max(len(labels) for _, _, labels in self._groups)
 
   def combos(self) -> list[dict[str, Any]]:
+    """Each combination's static fields, one compiled program each."""
     return [fixed for fixed, _, _ in self._groups]
 
   def points(self, combo: int = 0) -> dict[str, np.ndarray]:
+    """Numeric field -> its values over combination `combo`'s own G_c runs, (G_c,) float32."""
     _, numeric, labels = self._groups[combo]
     return {f: np.asarray([self.table[label][f] for label in labels], np.float32)
             for f in numeric}
 
   def only(self, combo: int) -> Grid:
+    """Combination `combo`'s runs as a rectangular `Grid` (one value per static field)."""
     fixed, numeric, labels = self._groups[combo]
     return Grid({**{f: [v] for f, v in fixed.items()},
                  **{f: [self.table[label][f] for label in labels] for f in numeric}},
                 static=tuple(fixed))
 
   def each(self) -> Iterator[dict[str, Any]]:
+    """Every run as {"run": label}."""
     for label in self.table:
       yield {RUN: label}
 
