@@ -13,8 +13,9 @@ compiles takes effect as soon as the compile returns, before anything else compi
 snapshot repeats exactly the same programs on exactly the same inputs, so the results are
 bit-identical to an uninterrupted run.
 
-Inside a program the G grid points are vmapped and the seeds run through
-`lax.map(..., batch_size=seed_batch)`, every batch full (the seeds padded to a multiple of
+Inside a program the G grid points are vmapped (with an instance axis each point's I
+environment seeds run one after another through `lax.map`, the carry's leading axis G·I:
+`_over_points`) and the seeds run through `lax.map(..., batch_size=seed_batch)`, every batch full (the seeds padded to a multiple of
 devices × seed_batch, so a seed's program does not depend on the number of seeds); with a mesh (`rbx.core.devices.seed_mesh`) the seed
 axis is split over its devices with `jax.shard_map` (each device maps its own seeds). Seed s
 uses `jax.random.key(s)` wherever it runs. The shard_map runs with `check_vma=False`: every
@@ -246,19 +247,19 @@ def _sizes(sweep: Sweep, options: Options) -> tuple[int, int, int]:
 
 def _points(sweep: Sweep, combo: int = 0) -> dict[str, np.ndarray]:
   """The numeric grid points vmapped in static combination `combo`'s program (one dummy
-  point when it has no numeric field), shape (G,) each; with instances also `INSTANCE`, the
+  point when it has no numeric field), shape (G,) each; with instances also `ENV_SEED`, the
   environment seeds of every point, int32 (G, I)."""
   points = sweep.grid.points(combo) or {NO_FIELD: np.zeros(1, np.float32)}
   if sweep.instances is None:
     return points
   G = next(iter(points.values())).shape[0]
-  return {**points, INSTANCE: np.tile(np.asarray(sweep.instances, np.int32), (G, 1))}
+  return {**points, ENV_SEED: np.tile(np.asarray(sweep.instances, np.int32), (G, 1))}
 
 
 def rows(points: dict[str, np.ndarray]) -> int:
   """The leading axis of a program's carry and records over `points` (`_points`): G, or G·I
   with instances (point g's instance i at row g·I + i)."""
-  return int(np.prod(points[INSTANCE].shape) if INSTANCE in points
+  return int(np.prod(points[ENV_SEED].shape) if ENV_SEED in points
              else next(iter(points.values())).shape[0])
 
 
@@ -429,7 +430,7 @@ def _sharded(out, mesh):
 
 
 NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid field is numeric
-INSTANCE = "seed"                      # the build's keyword of an instance's environment seed
+ENV_SEED = "seed"                      # the build's keyword of an instance's environment seed
 
 
 def _regret(transition: protocol.Transition):
@@ -471,23 +472,23 @@ def _over_points(f, points, *args):
   """`jax.vmap(f)(points, *args)` over the G grid points (the leading axis of `points`' and
   `args`' leaves); with one point, f of that point with the axis added back, so a size-1 axis
   costs no batching pass over the whole program (results are bit for bit the same:
-  tests/rlhf/test_schemes.py). With instances (`INSTANCE` in `points`, (G, I)) `args`' leading
+  tests/rlhf/test_schemes.py). With instances (`ENV_SEED` in `points`, (G, I)) `args`' leading
   axis is G·I (`rows`) and a point's I instances run one after another (`lax.map`), each f
   of one environment seed: the seed batch already fills the vector units, and an unbatched
   environment keeps instance i's program a run's at seed i, bit for bit
   (tests/core/test_instances.py)."""
   G = next(iter(points.values())).shape[0]
-  if INSTANCE in points:
+  if ENV_SEED in points:
     each = f
-    f = lambda hp, *a: jax.lax.map(lambda xs: each({**hp, INSTANCE: xs[0]}, *xs[1:]),
-                                   (hp[INSTANCE], *a))
+    f = lambda hp, *a: jax.lax.map(lambda xs: each({**hp, ENV_SEED: xs[0]}, *xs[1:]),
+                                   (hp[ENV_SEED], *a))
     args = jax.tree.map(lambda x: x.reshape(G, -1, *x.shape[1:]), args)
   if G > 1:
     out = jax.vmap(f)(points, *args)
   else:
     first = lambda tree: jax.tree.map(lambda x: x[0], tree)
     out = jax.tree.map(lambda x: x[None], f(first(points), *map(first, args)))
-  if INSTANCE in points:
+  if ENV_SEED in points:
     out = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), out)
   return out
 
@@ -528,7 +529,7 @@ def _restore(abstract, leaves: list[np.ndarray], mesh):
 def state_bytes(sweep: Sweep) -> int:
   """Bytes of carried state per seed and grid point (the first static combination)."""
   combo = sweep.grid.combos()[0]
-  points = {k: v[:1, :1] if k == INSTANCE else v[:1] for k, v in _points(sweep).items()}
+  points = {k: v[:1, :1] if k == ENV_SEED else v[:1] for k, v in _points(sweep).items()}
   init, _ = init_and_chunk(sweep.build, combo, 1, None)
   leaves = jax.tree.leaves(jax.eval_shape(init, points, key_data(np.zeros(1, np.int32))))
   return int(sum(math.prod(x.shape) * x.dtype.itemsize for x in leaves))

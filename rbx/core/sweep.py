@@ -159,7 +159,7 @@ def plan(build, grid, steps: int, *, static: Sequence[str] | None = None,
   if instances is not None:
     instances = np.arange(_checks.positive_int("instances", instances))
     _check_instance_fields(grid)
-  at = {} if instances is None else {driver.INSTANCE: 0}
+  at = {} if instances is None else {driver.ENV_SEED: 0}
   built = ([_built(by_label, {**point, **at}, check=False, seeded=bool(at))
             for point in fields.each()]
            if built is None else [_checked(env, agent, check=False) for env, agent in built])
@@ -186,7 +186,7 @@ def plan(build, grid, steps: int, *, static: Sequence[str] | None = None,
 def _check_instance_fields(grid) -> None:
   """ValueError for a grid field that an instance axis sets or names ("seed", "instance")."""
   tables = [grid] if isinstance(grid, Mapping) else grid
-  for field in (driver.INSTANCE, INSTANCE):
+  for field in (driver.ENV_SEED, INSTANCE):
     if any(field in table for table in tables):
       raise ValueError(f"grid field {field!r} with instances: instance i is the environment "
                        f"at seed = i, on the results' axis {INSTANCE!r}; sweep instances or "
@@ -199,13 +199,13 @@ def _check_instances(build, point: dict[str, Any], env) -> None:
   JAX from a traced seed. An environment of data, or drawn with NumPy, has no instance axis."""
   name = f"the environment ({type(env).__name__})"
   arrays = lambda e: [x for x in jax.tree.leaves(e) if hasattr(x, "shape")]
-  other = _built(build, {**point, driver.INSTANCE: 1}, check=False, seeded=True)[0]
+  other = _built(build, {**point, driver.ENV_SEED: 1}, check=False, seeded=True)[0]
   if all(np.array_equal(a, b) for a, b in zip(arrays(env), arrays(other))):
     raise ValueError(f"instances: {name} is the same at seed = 0 and seed = 1: it is built "
                      "from data (or build ignores seed=) and has no instance axis; drop "
                      "instances")
   try:
-    jax.eval_shape(lambda s: arrays(build(**point, **{driver.INSTANCE: s})[0]), jnp.int32(0))
+    jax.eval_shape(lambda s: arrays(build(**point, **{driver.ENV_SEED: s})[0]), jnp.int32(0))
   except Exception as e:                   # noqa: BLE001 — whatever stops the trace
     raise ValueError(f"instances: {name} cannot be built from a traced seed — its arrays are "
                      f"not drawn by JAX from the seed (NumPy's generator, or data) — so it has "
