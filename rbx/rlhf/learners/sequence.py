@@ -34,71 +34,86 @@ def _sizes(task) -> tuple[int, int]:
   return task.ref_log_probs.shape[-1], task.tokens.shape[1]
 
 
-def autoregressive(name: str, init, reference, level, conditionals=None) -> Policy:
+def autoregressive(name: str, init, reference, level, table) -> Policy:
   """The `Policy` of next-token log-probabilities `level(θ, task, xs, l, prefixes)`.
+
+  Every loop over the positions is a `jax.lax.scan` (l traced: the program does not grow with L).
 
   Args:
     name: for messages. init, reference: task -> θ before round 1, and θ_ref (π_θ = π_ref).
     level: log π_θ(y_{l+1} | x, y_1..y_l) for prompts xs (n,) and prefixes (m,) of length l
-      (a static int; their numbers among the V^l prefixes, `answers`' order), (n, m, V).
-    conditionals: a Markov policy's `conditionals(θ, task, xs, l)` (`markov`), or None. With
-      it `log_probs_of` reads n answers from one table of every prompt's conditionals,
-      (X, V+1, V) a level, when |X| ≤ n (a buffer longer than the prompts: one table instead
-      of n rows of V+1; the same sums to float32 rounding, a test).
+      (a traced int; their numbers among the V^l prefixes, `answers`' order), (n, m, V).
+    table: `(rows, row)`: `rows(θ, task, xs)` every next-token distribution of prompts xs,
+      (n, R, V), and `row(V, l, prefixes)` the rows (m,) of prefixes of length l. `log_probs_at`
+      and `log_probs_of` (when |X| ≤ n: a buffer longer than the prompts) read n answers from
+      one such table, the others from `level`.
   Returns:
-    `log_probs_at(θ, task, xs)` = Σ_l log π_θ(y_{l+1} | x, y_1..y_l) for every answer, (n, V^L),
-    level by level (the prefixes of length l + 1 are those of length l times the V tokens);
+    `log_probs_at(θ, task, xs)` = Σ_l log π_θ(y_{l+1} | x, y_1..y_l) for every answer, (n, V^L);
     `log_probs_of(θ, task, xs, ys)`, the same sum for given answers ys (n,) only, (n,); and
     `sample(key, θ, task, x)`, one answer by ancestral sampling: L categorical draws, each
     from the next-token log-probabilities at the prefix drawn so far.
   """
+  rows, row = table
+
+  def along(V, L, tab, xs, ys):
+    """Σ_l tab[xs, row(l, y_1..y_l), y_{l+1}] for answers ys, in position order, (n, m)."""
+    def add(total, l):
+      prefix = ys // V ** (L - l)
+      return total + tab[xs, row(V, l, prefix), (ys // V ** (L - l - 1)) % V], None
+    return jax.lax.scan(add, jnp.zeros(jnp.broadcast_shapes(xs.shape, ys.shape)),
+                        jnp.arange(L))[0]
+
   def log_probs_at(params, task, xs) -> chex.Array:
     V, L = _sizes(task)
-    total = jnp.zeros((xs.shape[0], 1))
-    for l in range(L):
-      total = (total[:, :, None] + level(params, task, xs, l, jnp.arange(V ** l))).reshape(
-          xs.shape[0], V ** (l + 1))
-    return total
+    n = xs.shape[0]
+    return along(V, L, rows(params, task, xs), jnp.arange(n)[:, None], jnp.arange(V ** L)[None])
 
   def log_probs(params, task) -> chex.Array:
     return log_probs_at(params, task, jnp.arange(task.rho.shape[0]))
 
   def sample(key, params, task, x) -> chex.Array:
     V, L = _sizes(task)
-    prefix = jnp.zeros((), jnp.int32)
-    for l, k in enumerate(jax.random.split(key, L)):
-      row = level(params, task, jnp.asarray(x)[None], l, prefix[None])[0, 0]
-      prefix = prefix * V + jax.random.categorical(k, row).astype(jnp.int32)
-    return prefix                                  # the answer's index: its length-L prefix
+    def draw(prefix, lk):
+      l, k = lk
+      step = level(params, task, jnp.asarray(x)[None], l, prefix[None])[0, 0]
+      return prefix * V + jax.random.categorical(k, step).astype(jnp.int32), None
+    return jax.lax.scan(draw, jnp.zeros((), jnp.int32),      # the answer's index: its prefix
+                        (jnp.arange(L), jax.random.split(key, L)))[0]
 
   def log_probs_of(params, task, xs, ys) -> chex.Array:
     V, L = _sizes(task)
-    if conditionals is not None and task.rho.shape[0] <= xs.shape[0]:
-      prompts = jnp.arange(task.rho.shape[0])
-      return sum(conditionals(params, task, prompts, l)[
-          xs, V if l == 0 else (ys // V ** (L - l)) % V, (ys // V ** (L - l - 1)) % V]
-          for l in range(L))
+    if task.rho.shape[0] <= xs.shape[0]:
+      return along(V, L, rows(params, task, jnp.arange(task.rho.shape[0])), xs, ys)
 
     def one(x, y):                                 # Σ_l log π_θ(y_{l+1} | x, y_1..y_l)
-      return sum(level(params, task, x[None], l, (y // V ** (L - l))[None])[
-          0, 0, (y // V ** (L - l - 1)) % V] for l in range(L))
+      def add(total, l):
+        step = level(params, task, x[None], l, (y // V ** (L - l))[None])
+        return total + step[0, 0, (y // V ** (L - l - 1)) % V], None
+      return jax.lax.scan(add, jnp.zeros(()), jnp.arange(L))[0]
     return jax.vmap(one)(xs, ys)
 
   return Policy(name, init, log_probs, reference, log_probs_at, sample, log_probs_of)
 
 
+def _previous(V, l, prefixes):
+  """The previous token of prefixes of length l (BOS = V at l = 0), (m,)."""
+  return jnp.where(l == 0, V, prefixes % V)
+
+
 def markov(conditionals):
-  """`level` of a policy whose next token depends on the prefix through its last token only:
-  `conditionals(θ, task, xs, l)` -> log π_θ(· | x, l, y_{l}) for every previous token (BOS
-  at l = 0), (n, V+1, V)."""
+  """`(level, table)` of a policy whose next token depends on the prefix through its last
+  token only: `conditionals(θ, task, xs, l)` -> log π_θ(· | x, l, y_{l}) for every previous
+  token (BOS at l = 0), (n, V+1, V); the table holds every position's, (n, L·(V+1), V)."""
   def level(params, task, xs, l, prefixes):
-    V = task.ref_log_probs.shape[-1]
-    prev = jnp.full_like(prefixes, V) if l == 0 else prefixes % V
-    return conditionals(params, task, xs, l)[:, prev]
-  return level
+    return conditionals(params, task, xs, l)[:, _previous(task.ref_log_probs.shape[-1], l,
+                                                          prefixes)]
 
+  def rows(params, task, xs):
+    _, L, _, V = task.ref_log_probs.shape
+    every = jax.vmap(lambda l: conditionals(params, task, xs, l), out_axes=1)(jnp.arange(L))
+    return every.reshape(xs.shape[0], L * (V + 1), V)
 
-_reference_level = markov(lambda params, task, xs, l: task.ref_log_probs[xs, l])
+  return level, (rows, lambda V, l, prefixes: l * (V + 1) + _previous(V, l, prefixes))
 
 
 def tabular() -> Policy:
@@ -108,15 +123,21 @@ def tabular() -> Policy:
   conditionals. With L = 1 it is `rbx.rlhf.learners.policies.tabular` with θ of shape (X, 1, V)."""
   def reference(task) -> chex.Array:
     V, L = _sizes(task)
-    xs = jnp.arange(task.rho.shape[0])
-    return jnp.concatenate([_reference_level(None, task, xs, l, jnp.arange(V ** l))
-                            for l in range(L)], axis=1)
+    level = np.concatenate([np.full(V ** l, l) for l in range(L)])       # each row's position
+    prev = np.concatenate([np.full(1, V)] + [np.arange(V ** l) % V for l in range(1, L)])
+    return task.ref_log_probs[:, level, prev]
+
+  def offset(V, l):
+    """Level l's first row, (V^l − 1)/(V − 1)."""
+    return (V ** l - 1) // (V - 1)
 
   def level(theta, task, xs, l, prefixes):
     V = task.ref_log_probs.shape[-1]
-    return jax.nn.log_softmax(theta[xs[:, None], (V ** l - 1) // (V - 1) + prefixes[None]], -1)
+    return jax.nn.log_softmax(theta[xs[:, None], offset(V, l) + prefixes[None]], -1)
 
-  return autoregressive("tabular", reference, reference, level)
+  table = (lambda theta, task, xs: jax.nn.log_softmax(theta[xs], -1),
+           lambda V, l, prefixes: offset(V, l) + prefixes)
+  return autoregressive("tabular", reference, reference, level, table)
 
 
 def loglinear() -> Policy:
@@ -132,7 +153,7 @@ def loglinear() -> Policy:
     return jax.nn.log_softmax(task.ref_log_probs[xs, l]
                               + task.token_features[xs, l] @ theta / task.beta, axis=-1)
 
-  return autoregressive("loglinear", init, init, markov(conditionals), conditionals)
+  return autoregressive("loglinear", init, init, *markov(conditionals))
 
 
 HIDDEN = 32
@@ -179,7 +200,7 @@ def neural(hidden: int = HIDDEN) -> Policy:
     h = jnp.tanh(p["prompt"][xs][:, None] + p["position"][l] + p["previous"][None] + p["bias"])
     return jax.nn.log_softmax(task.ref_log_probs[xs, l] + h @ p["out"] + p["out_bias"], -1)
 
-  return autoregressive("neural", init, init, markov(conditionals), conditionals)
+  return autoregressive("neural", init, init, *markov(conditionals))
 
 
 POLICIES = {"tabular": tabular, "loglinear": loglinear, "neural": neural}
