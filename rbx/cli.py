@@ -280,7 +280,7 @@ def register_plot(subparsers) -> None:
 
 
 def register_report(subparsers) -> None:
-  """Adds `rbx report DIR [--out OUT] [--log]`."""
+  """Adds `rbx report DIR [--out OUT] [--log] [--compare LABEL...] [--level L] [--power P]`."""
   p = subparsers.add_parser(
       "report", help="write DIR/report.md: summary, CIs, exponents, plots",
       description="Writes report.md and plots/ of the run in DIR into DIR (or --out); an "
@@ -290,6 +290,16 @@ def register_report(subparsers) -> None:
   p.add_argument("--out", metavar="OUT",
                  help="write report.md and plots/ into OUT (e.g. for a read-only DIR)")
   _add_log(p)
+  p.add_argument("--compare", nargs="+", metavar="LABEL", default=[],
+                 help="labels FIELD=VALUE[,FIELD=VALUE] (grid coordinates, e.g. agent=xpo "
+                      "agent=greedy): print and report R(T) of each label minus each later "
+                      "one's, paired over seeds, with t intervals, Holm-adjusted p and the "
+                      "detectable difference (docs/runs.md)")
+  p.add_argument("--level", type=float, default=0.95,
+                 help="the comparisons' interval level; 1 - level is Holm's family-wise error "
+                      "(default 0.95)")
+  p.add_argument("--power", type=float, default=0.8,
+                 help="the power of the detectable difference (default 0.8)")
   p.set_defaults(handler=_report)
 
 
@@ -439,9 +449,14 @@ def _plot(args) -> int:
 def _report(args) -> int:
   from rbx.runs import checkpoint, report
   try:
-    print(report.write(args.dir, args.out, args.log))
+    path = report.write(args.dir, args.out, args.log, compare=args.compare, level=args.level,
+                        power=args.power)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("report", e)
+  if args.compare:
+    section = path.read_text().split(f"\n## {report.COMPARISONS}", 1)[1]
+    print(f"## {report.COMPARISONS}{section.rstrip()}\n")
+  print(path)
   return 0
 
 

@@ -82,22 +82,18 @@ def test_powered_verdicts_of_known_runs():
       "", "collapsed", "unclear"]
 
 
-def test_powered_paired_comparisons_with_holm_and_power():
-  from scipy import stats
+def test_powered_compares_each_agent_with_its_control_by_rbx_stats():
   from benchmarks.reproduction import powered
+  from rbx.core import stats
   rng = np.random.default_rng(0)
   base = rng.normal(10.0, 3.0, 64)
-  c = powered.paired(base - 1.0 + rng.normal(0, 0.1, 64), base)        # a clear lead
-  assert c.mean == pytest.approx(-1.0, abs=0.05) and c.p < 1e-10
-  assert c.half == pytest.approx(stats.t.ppf(0.975, 63) * c.sd / 8)     # Student t, not 1.96
-  tied = powered.paired(base + rng.normal(0, 1.0, 64), base)
-  out = powered.holm({"a": c, "b": tied, "c": powered.paired(base + 0.3, base + 0.3)})
-  assert out["a"].separated and not out["b"].separated and not out["c"].separated
-  assert out["a"].p_holm == pytest.approx(min(1.0, 3 * c.p))           # Holm's first step
-  assert out["b"].p_holm >= out["a"].p_holm
-  # the detectable difference at Bonferroni 0.05/3 and 80% power, at the observed spread
-  q = stats.t.ppf(1 - 0.05 / 6, 63) + stats.t.ppf(0.8, 63)
-  assert out["b"].detectable == pytest.approx(q * out["b"].sd / 8)
+  lead, tied = base - 1.0 + rng.normal(0, 0.1, 64), (base + rng.normal(0, 1.0, 64))[:48]
+  done = {"greedy": {"finals": base}, "xpo": {"finals": lead}, "vpo": {"finals": tied}}
+  out = powered.against(done, lambda key: "greedy")
+  assert set(out) == {"xpo", "vpo"} and out["vpo"].n == 48          # the seeds both ran
+  assert out["xpo"].separated and not out["vpo"].separated
+  assert out["xpo"] == stats.holm({"xpo": stats.paired(lead, base),
+                                   "vpo": stats.paired(tied, base[:48])})["xpo"]
 
 
 def test_powered_combines_seed_blocks():

@@ -15,9 +15,9 @@ import argparse
 
 import jax
 import numpy as np
-from scipy import stats
 
 from rbx import rlhf
+from rbx.core import stats
 
 
 def mean_regret(env, name, seeds, steps, **kw):
@@ -43,7 +43,7 @@ def main():
     for k in args.k:
       drawn = mean_regret(env, name, args.seeds, args.steps, cal_prompts=k)
       d = drawn - exact
-      half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+      half = stats.paired(drawn, exact).half
       print(f"{name:<22} {k:>3} {exact.mean():>8.4f} {drawn.mean():>8.4f} "
             f"{d.mean():>+13.4f} ± {half:.4f}", flush=True)
 

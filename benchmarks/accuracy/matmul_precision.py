@@ -16,10 +16,10 @@ import os
 import time
 
 import numpy as np
-from scipy import stats
 
 from benchmarks import SHARED_DATASETS
 from rbx import data, neural
+from rbx.core import stats
 
 MUSHROOM = str(SHARED_DATASETS / "mushroom.csv.gz")
 
@@ -48,7 +48,7 @@ def main():
                            progress=False)
         total[prec] = np.asarray(res.regret).sum(-1)                    # R(T) per seed
       diff = total["bf16"] - total["float32"]
-      half = stats.t.ppf(0.975, diff.size - 1) * diff.std(ddof=1) / np.sqrt(diff.size)
+      half = stats.paired(total["bf16"], total["float32"]).half
       print(f"{env_name} {name}: R(T) float32 {total['float32'].mean():.2f}, bf16 "
             f"{total['bf16'].mean():.2f}; bf16 − float32 {diff.mean():+.2f} ± {half:.2f} (95% t, "
             f"{diff.size} paired seeds, T = {args.steps}; {time.perf_counter() - start:.0f} s)",

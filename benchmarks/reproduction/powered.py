@@ -6,27 +6,26 @@ cell is `seeds` seeds × T steps of one agent on one environment, saved as an `.
 section's directory as soon as it is done, with the settings its numbers depend on (a saved
 cell whose settings changed is recomputed), so the section resumes where it stopped.
 
-Comparisons are paired over seeds (seed s sees the same prompt sequence under every agent):
-the mean difference of R(T), its 95% Student-t interval, the two-sided paired t-test's p,
-Holm's step-down correction over every comparison of the section (family-wise error 5%), and,
-for a comparison not separated, the smallest difference the run could have detected: the
-difference a paired t-test at the Bonferroni level 0.05/m (m comparisons; Holm's first, most
-stringent step) detects with 80% power at the observed spread,
+Comparisons are paired over seeds (seed s sees the same prompt sequence under every agent),
+by `rbx.core.stats`: the mean difference of R(T), its 95% Student-t interval, the two-sided
+paired t-test's p, Holm's step-down correction over every comparison of the section
+(family-wise error 5%), and, for a comparison not separated, the smallest difference the run
+could have detected: the difference a paired t-test at the Bonferroni level 0.05/m (m
+comparisons; Holm's first, most stringent step) detects with 80% power at the observed spread,
 (t_{1−0.025/m} + t_{0.8}) · sd/√n.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from benchmarks import ROOT
 from rbx import rlhf
+from rbx.core import stats
 
 LEVEL, POWER = 0.05, 0.8
 TAIL = 0.1
@@ -86,7 +85,7 @@ def combine(blocks: list[dict]) -> dict:
   sd = np.sqrt(np.maximum(squares - n * mean ** 2, 0.0) / max(n - 1, 1))
   return {"finals": np.concatenate([b["finals"] for b in blocks]),
           "learned": np.concatenate([b["learned"] for b in blocks]), "mean": mean,
-          "half": stats.t.ppf(0.975, max(n - 1, 1)) * sd / np.sqrt(n),
+          "half": stats.t_quantile(0.975, max(n - 1, 1)) * sd / np.sqrt(n),
           "seconds": sum(float(b["seconds"]) for b in blocks)}
 
 
@@ -121,7 +120,7 @@ def interval(x, axis=0):
   """Mean and the half-width of its 95% Student-t interval along `axis`."""
   x = np.asarray(x, np.float64)
   n = x.shape[axis]
-  return x.mean(axis), stats.t.ppf(0.975, n - 1) * x.std(axis, ddof=1) / np.sqrt(n)
+  return x.mean(axis), stats.t_quantile(0.975, n - 1) * x.std(axis, ddof=1) / np.sqrt(n)
 
 
 def learned(regret: np.ndarray) -> np.ndarray:
@@ -138,52 +137,17 @@ def verdict(learned: np.ndarray) -> str:
   return "collapsed" if m - h >= 1 else "unclear" if m + h >= 1 else ""
 
 
-@dataclasses.dataclass(frozen=True)
-class Comparison:
-  """An exploring agent's R(T) minus its control's, paired over n seeds."""
-  mean: float
-  half: float                  # 95% t half-width
-  p: float                     # two-sided paired t-test
-  sd: float
-  n: int
-  p_holm: float = float("nan")
-  separated: bool = False
-  detectable: float = float("nan")   # the smallest difference detectable (module docstring)
-
-
-def paired(a: np.ndarray, b: np.ndarray) -> Comparison:
-  """a − b over seeds (`Comparison`, before the correction)."""
-  diff = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-  n, sd = diff.shape[0], float(diff.std(ddof=1))
-  mean, half = interval(diff)
-  p = 1.0 if sd == 0 else float(2 * stats.t.sf(abs(mean) / (sd / np.sqrt(n)), n - 1))
-  return Comparison(float(mean), float(half), p, sd, n)
-
-
-def holm(comparisons: dict) -> dict:
-  """The comparisons with Holm's adjusted p (step-down over all m of them), `separated` where
-  it is below `LEVEL`, and the smallest detectable difference of the unseparated ones."""
-  keys = sorted(comparisons, key=lambda k: comparisons[k].p)
-  m, running, out = len(keys), 0.0, {}
-  for i, k in enumerate(keys):
-    c = comparisons[k]
-    running = max(running, min(1.0, (m - i) * c.p))
-    quantiles = stats.t.ppf(1 - LEVEL / (2 * m), c.n - 1) + stats.t.ppf(POWER, c.n - 1)
-    out[k] = dataclasses.replace(c, p_holm=running, separated=running < LEVEL,
-                                 detectable=float(quantiles * c.sd / np.sqrt(c.n)))
-  return out
-
-
 def against(done: dict, control) -> dict:
-  """Every agent's `paired` comparison with its control, over the seeds both ran, then `holm`;
+  """Every agent's comparison with its control, paired over the seeds both ran
+  (`rbx.core.stats.paired`), then Holm over all of them (`rbx.core.stats.holm`, at `POWER`);
   `control(key)` is the key of `key`'s control (`key` itself for a control)."""
   comparisons = {}
   for c, v in done.items():
     ctrl = control(c)
     if ctrl != c and ctrl in done:
       n = min(len(v["finals"]), len(done[ctrl]["finals"]))
-      comparisons[c] = paired(v["finals"][:n], done[ctrl]["finals"][:n])
-  return holm(comparisons)
+      comparisons[c] = stats.paired(v["finals"][:n], done[ctrl]["finals"][:n], 1 - LEVEL)
+  return stats.holm(comparisons, POWER)
 
 
 SCHEME_COLOURS = {"algorithm1": "C0", "vpo": "C1", "xpo": "C2", "greedy": "C7", "dpo": "C7"}
@@ -208,7 +172,7 @@ def curves(ax, cells: dict, title: str, by_scheme: bool = False):
   ax.set_title(title, fontsize=9)
 
 
-def row(v: dict, comparison: Comparison | None, is_control: bool) -> str:
+def row(v: dict, comparison: stats.Comparison | None, is_control: bool) -> str:
   """A table row's cells: n | R(T) [CI] | − control [CI] | Holm p | detectable | tail [CI]
   verdict | s."""
   m, h = interval(v["finals"])

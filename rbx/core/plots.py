@@ -59,8 +59,8 @@ NAMES = {   # agent names as the papers write them
     "rbmle_ga": "NeuralRBMLE-GA", "rbmle_pc": "NeuralRBMLE-PC", "neural_ucb": "NeuralUCB",
     "neural_ts": "NeuralTS", "deep_fpl": "DeepFPL", "bootstrapped_nn": "BootstrappedNN",
     "lin_rbmle": "LinRBMLE", "lin_ucb": "LinUCB"}
-SYMBOLS = {"alpha": "α", "beta": "β", "kappa": "κ", "nu": "ν", "mu": "μ", "eta": "η",
-           "lam": "λ", "eps": "ε", "epsilon": "ε", "rho": "ρ"}
+SYMBOLS = {"alpha": "α", "beta": "β", "kappa": "κ", "schedule_kappa": "κ", "nu": "ν", "mu": "μ",
+           "eta": "η", "lam": "λ", "eps": "ε", "epsilon": "ε", "rho": "ρ"}
 
 
 def plot_all(res: results_lib.Results, directory: str | os.PathLike,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rbx import _checks
+from rbx.core import stats
 from rbx.core.grid import RUN, Grid, is_number, plain, select
 from rbx.core.record import Recorder
 
@@ -24,28 +25,13 @@ QUANTILES = (0.1, 0.9)          # the spread beside the median: the 10% and 90% 
 INSTANCE = "instance"           # the axis of an environment's instances (`rbx.sweep(instances=)`)
 REPR_ROWS = 8                   # grid points summarised in `repr(results)`
 
-# Student t quantiles t_{0.975, df} for df = 1..30; beyond, the Cornish–Fisher expansion.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
-def t_quantile_975(df: int) -> float:
-  """The 97.5% quantile of Student's t with `df` degrees of freedom (to 1e-3)."""
-  if df < 1:
-    return float("nan")
-  if df <= len(_T975):
-    return _T975[df - 1]
-  z = 1.959964
-  return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
-
 
 def mean_ci(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
   """(mean, standard deviation, 95% CI half-width t_{0.975,n−1}·std/√n) over `axis`."""
   n = values.shape[axis]
   mean = values.mean(axis=axis)
   std = values.std(axis=axis, ddof=1) if n > 1 else np.full(mean.shape, np.nan)
-  return mean, std, t_quantile_975(n - 1) * std / np.sqrt(n)
+  return mean, std, stats.t_quantile(0.975, n - 1) * std / np.sqrt(n)
 
 
 def ci(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -10,7 +10,8 @@ the product from outside the package. An agent's α is either the
 constant `alpha` or a schedule of `rbx.schedules` chosen by `schedule` with its own
 parameters; a schedule's num_actions, horizon, beta and r_max (the learner's bound,
 `Task.r_max`) come from the environment and the number of steps (`prepare`), and κ and μ, when not given, are the instance's Assumption 1
-(at τ = 1) and Assumption 2 constants (`rbx.rlhf.assumptions`); parameters of other schedules
+(at τ = 1) and Assumption 2 constants (`rbx.rlhf.assumptions`) — κ given as `schedule_kappa`,
+distinct from the environment's `kappa` (Example 2's trap); parameters of other schedules
 are ignored. The solver's settings are the table `solver` (`rbx.rlhf.SolverConfig` fields),
 and Algorithm 1's at the prompts a step did not sample the table `unsampled_solver`.
 """
@@ -34,7 +35,7 @@ def prepare(params: dict[str, Any], env: env_lib.PreferenceEnv, steps: int) -> d
   """Declared agent parameters -> constructor arguments: `schedule` and its parameters become
   the schedule α_t; the `solver` table becomes a `SolverConfig`."""
   sched = params.pop("schedule", "constant")
-  given = {k: params.pop(k) for k in schemes.PARAMS if k in params}
+  given = {schemes.SCHEDULE_ARGS.get(k, k): params.pop(k) for k in schemes.PARAMS if k in params}
   if sched != "constant" or "alpha" in given:
     make = schedules.SCHEDULES[_checks.choice("schedule", sched, schedules.SCHEDULES)]
     args = inspect.signature(make).parameters

@@ -95,13 +95,18 @@ PARAMS = {
     "schedule": reg.string(schedules.SCHEDULES, doc="the α_t schedule (rbx.schedules)"),
     "nu": reg.real(low=0.0, doc="power: α_t = ν t^n"),
     "n": reg.real(low=0.0, doc="power: the exponent n"),
-    "kappa": reg.real(doc="proposition3: Assumption 1's κ (default: the instance's at τ = 1, "
-                      "rbx.rlhf.assumptions.kappa)"),
+    "schedule_kappa": reg.real(doc="proposition3: Assumption 1's κ (default: the instance's at "
+                               "τ = 1, rbx.rlhf.assumptions.kappa); not the environment's "
+                               "kappa (Example 2's trap)"),
     "mu": reg.real(doc="appendix_e: Assumption 2's μ (default: the instance's, "
                    "rbx.rlhf.assumptions.mu)"),
     "scale": reg.real(low=0.0, doc="a schedule's multiplier"),
 }
-"""The α_t parameters of a scheme with a bonus (`rbx.rlhf.registry.prepare` makes the schedule)."""
+"""The α_t parameters of a scheme with a bonus (`rbx.rlhf.registry.prepare` makes the schedule);
+a schedule's argument `kappa` is `schedule_kappa` here (`SCHEDULE_ARGS`), since parameters share
+one flat namespace with the environment's, where `kappa` is Example 2's trap."""
+SCHEDULE_ARGS = {"schedule_kappa": "kappa"}
+"""A declared α_t parameter -> the schedule's argument it sets, where the names differ."""
 POLICY = reg.vector(doc="a policy, shape (A,) or (X, A)")
 """A policy parameter (π_init, π_cal): a vector or a table of them."""
 

@@ -36,7 +36,7 @@ beta = 0.5
 [agent]
 name = "algorithm1"          # or a list in [grid] agent = [...]
 alpha = 3.0                  # rlhf: the constant schedule's α, or schedule = "proposition3"
-                             # with its own parameters (scale, kappa, mu, ...)
+                             # with its own parameters (scale, schedule_kappa, mu, ...)
 first_layer = "blocks"       # neural network agents: the first layer's products, "blocks" or
                              # "dense" (one GEMM over all blocks); matmul_precision = "float32",
                              # "tf32" or "bf16"; unset: the device kind's
@@ -58,7 +58,8 @@ Per-agent grids: instead of one [grid], several [[grid]] tables, each swept on i
 
 Parameters live in one flat namespace: a name is set once, in [env], [agent] or [grid], and
 goes to whichever of the environment, the agent and the schedule take it (a schedule's
-num_actions, horizon, beta and r_max come from the environment and T). Real-valued parameters
+num_actions, horizon, beta and r_max come from the environment and T; its κ is
+`schedule_kappa`, never the environment's `kappa`, Example 2's trap). Real-valued parameters
 are traced (a grid over them is vmapped in one program); names, sizes and flags are static
 (one program per value). `load` checks keys (with the nearest valid name for a typo), types,
 ranges, and then builds every grid point's environment and agent concretely, so any bad
@@ -162,6 +163,10 @@ RUN_KEYS = {
 }
 """Every top-level key of a config; the tables [env], [agent] and [grid] are `TABLES`."""
 TABLES = ("env", "agent", "grid")
+RENAMED = {"kappa": "schedule_kappa"}
+"""Old key -> its new name, where an agent's parameter was renamed away from an environment's
+(so that neither takes the other's value): the old key where only the new one fits is refused,
+naming both."""
 DATA_FIELDS = ("features", "labels")
 DATASET: dict[str, Param] = {
     "dataset": registry.string(doc="a data set name in the data directory, or a CSV path"),
@@ -521,6 +526,10 @@ def _values(family: registry.Family, env: str, agents: list[str],
     for key, value in entries.items():
       if key in where and not (table.startswith("grid[") and where[key].startswith("grid[")):
         raise ConfigError(f"config {table}.{key} is already set in [{where[key]}]; set it once")
+      if key in RENAMED and key not in allowed.get(table, params) and RENAMED[key] in params:
+        raise ConfigError(f"config {table}.{key}: the schedule's κ is now {RENAMED[key]}; {key} "
+                          "is the environment's (Example 2's trap, env.kappa): rename it "
+                          f"{RENAMED[key]}")
       _checks_key(f"{table} key", key, allowed.get(table, params))
       where.setdefault(key, table)
       if table.startswith("grid"):

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rbx.core import plots, registry
+from rbx.core import plots, registry, stats
 from rbx.core import results as results_lib
+from rbx.core.grid import is_number
 from rbx.core.record import Recorder
 from rbx.runs import checkpoint, experiment, rundir, store
 from rbx.runs import config as config_lib
@@ -27,18 +28,122 @@ REPORT = "report.md"
 
 
 def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
-          log: bool = False, band: str = "ci") -> Path:
+          log: bool = False, band: str = "ci", compare: list[str] = (),
+          level: float = stats.LEVEL, power: float = stats.POWER) -> Path:
   """Writes report.md and plots/ into `out` (default the run `directory`); returns its path.
   `log`: a log regret axis in the cumulative plot; `band`: its bands (`plots.cumulative`:
-  "ci", "quantile" or "none")."""
+  "ci", "quantile" or "none"); `compare`: labels whose paired differences the report ends
+  with (`comparisons`, at `level` and `power`), checked before anything is written."""
   res = load(directory)
+  section = comparisons(res, compare, level, power) if compare else []
   target = writable(directory if out is None else out, suggest_out=out is None)
   reference = reference_exponent(res)
   figures = plots.plot_all(res, target / "plots", reference, log, band)
   path = target / REPORT
   path.write_text(markdown(res, {k: v[0].relative_to(target) for k, v in figures.items()},
-                           reference, directory))
+                           reference, directory) + "".join(line + "\n" for line in section))
   return path
+
+
+COMPARISONS = "Paired comparisons"
+
+
+def comparisons(res: results_lib.Results, labels: list[str], level: float = stats.LEVEL,
+                power: float = stats.POWER) -> list[str]:
+  """The lines of the report's section `COMPARISONS`: R(T) under label i minus under label j,
+  for every i < j of `labels` (each "field=value[,field=value…]", grid coordinates as in
+  `Results.sel`, e.g. "agent=xpo", "agent=xpo,alpha=0"), paired over the run's seeds (over
+  instances: over the instances' means over their seeds), at every grid point the labels leave
+  (the same for each): `rbx.core.stats.paired` at `level`, Holm over all of them, the
+  detectable difference at `power`.
+
+  Raises:
+    ValueError: fewer than 2 labels, a label that is not field=value, an unknown field or
+      value (naming it), labels that leave different grid points, a level or power outside
+      (0, 1), or a comparison with fewer than 2 seeds run.
+  """
+  if len(labels) < 2:
+    raise ValueError(f"--compare needs at least 2 labels, got {list(labels)}")
+  stats.check_unit("level", level)
+  stats.check_unit("power", power)
+  subs = {label: _labelled(res, label) for label in labels}
+  first, *others = labels
+  for label in others:
+    a, b = subs[first], subs[label]
+    if a.axes != b.axes or any(list(a.coords[x]) != list(b.coords[x]) for x in a.grid_axes):
+      raise ValueError(f"--compare {first} leaves the grid points {results_lib.points(a)}, "
+                       f"{label} leaves {results_lib.points(b)}: name the same fields in "
+                       "every label")
+  where = results_lib.points(subs[first])
+  family = {}
+  for i, a in enumerate(labels):
+    for b in labels[i + 1:]:
+      xa, xb = (_samples(subs[x], res.instances) for x in (a, b))
+      for k, point in enumerate(where):
+        try:
+          family[a, b, k] = stats.paired(xa[k], xb[k], level)
+        except ValueError as e:
+          raise ValueError(f"--compare {a} − {b} at {point or 'the run'}: {e}") from e
+  family = stats.holm(family, power)
+  fields = list(subs[first].fields)
+  over = ("the instances (each instance's mean over its seeds; n: instances)" if res.instances
+          else "seeds (seed s draws the same prompts and keys under both)")
+  lines = ["", f"## {COMPARISONS}", "",
+           f"R(T) of the first label minus the second's, paired over {over}: the mean "
+           f"difference, its {level:.0%} Student-t interval, the paired t-test's two-sided p, "
+           f"Holm's adjusted p over these {len(family)} comparisons (bold: below "
+           f"{1 - level:.2g}) and, where not separated, the smallest |difference| a paired "
+           f"t-test at {1 - level:.2g}/{len(family)} detects with {power:.0%} power at the "
+           "observed spread (`rbx.core.stats`).", "",
+           "| comparison | " + " | ".join(fields + ["n", "difference", f"{level:.0%} CI", "p",
+                                                    "Holm p", "detectable"]) + " |",
+           "|---|" + "---|" * (len(fields) + 6)]
+  cs = list(family.values())
+  like = [v for c in cs for v in (c.mean, c.low, c.high)]
+  text = {k: iter(results_lib.column([getattr(c, k) for c in cs], like=like))
+          for k in ("mean", "low", "high", "detectable")}
+  for (a, b, k), c in family.items():
+    v = {name: next(t) for name, t in text.items()}
+    bold = "**" if c.separated else ""
+    lines.append("| " + " | ".join(
+        [f"{a} − {b}"] + [results_lib.cell(where[k][f]) for f in fields]
+        + [str(c.n), f"{bold}{v['mean']}{bold}", f"[{v['low']}, {v['high']}]", f"{c.p:.2g}",
+           f"{c.p_holm:.2g}", "" if c.separated else v["detectable"]]) + " |")
+  return lines
+
+
+def _labelled(res: results_lib.Results, label: str) -> results_lib.Results:
+  """`res.sel` at the label "field=value[,field=value…]" (a value as its axis writes it)."""
+  where = {}
+  for part in label.split(","):
+    field, sep, text = (s.strip() for s in part.partition("="))
+    if not sep or not field or field in (results_lib.INSTANCE, "seed", "step"):
+      raise ValueError(f"--compare takes labels field=value[,field=value…] of grid fields, "
+                       f"got {label!r}")
+    columns = res.run_columns()
+    values = (res.coords[field].tolist() if field in res.axes else columns.get(field, []))
+    match = [v for v in values if text in (str(v), results_lib.cell(v))
+             or (is_number(v) and _number(text) == v)]
+    where[field] = match[0] if match else text
+  try:
+    return res.sel(**where)
+  except ValueError as e:
+    raise ValueError(f"--compare {label}: {e}") from e
+
+
+def _samples(res: results_lib.Results, instances: int | None) -> np.ndarray:
+  """R(T) per grid point and sample, (points, n): the seeds, or the instances' means."""
+  final = res.final()
+  if instances:
+    final = final.mean(axis=-1)
+  return final.reshape(-1, final.shape[-1])
+
+
+def _number(text: str) -> float | None:
+  try:
+    return float(text)
+  except ValueError:
+    return None
 
 
 def load(directory: str | os.PathLike) -> results_lib.Results:
@@ -238,8 +343,8 @@ def _effective(effective: dict, config: dict) -> str:
   """`rbx.runs.config.Config.effective` (metadata.json's) table as "env (p = 0.0, ...); every
   agent (solver = (...)); algorithm1 (...); vpo": what several agents share with the same
   value (the solver's settings) is listed once, under "every agent". A value that the config
-  sets in [env] only (Example 2's kappa) is the environment's: it is listed there, not under
-  agents with a parameter of that name (a schedule's κ, unused by a constant α). A None — a
+  sets in [env] only is the environment's: it is listed there, not under agents with a
+  parameter of that name. A None — a
   default derived from another value, as learner_r_max = r_max — is left out."""
   env = {k: v for k, v in effective.get("env", {}).items() if k != "name" and v is not None}
   env_only = set(config.get("env", {})) - set(config.get("agent", {}))

@@ -1,5 +1,6 @@
 """Assumption 1–2 constants against the paper's values on Examples 1–2 and a brute force over
 pairs on random instances; schedules built from an instance."""
+import functools
 import itertools
 
 import jax
@@ -59,13 +60,52 @@ def test_schedules_take_the_instances_constants():
   T = 200
   got = rlhf.registry.prepare({"schedule": "proposition3"}, env, T)["alpha"]
   want = schedules.proposition3(3, T, 0.5, 6.0, 98.0)
-  given = rlhf.registry.prepare({"schedule": "proposition3", "kappa": 5.0}, env, T)["alpha"]
+  given = rlhf.registry.prepare({"schedule": "proposition3", "schedule_kappa": 5.0}, env,
+                                T)["alpha"]
   t = np.array([1.0, 50.0, 200.0])
   np.testing.assert_allclose(got(t), want(t), rtol=1e-5)
   np.testing.assert_allclose(given(t), schedules.proposition3(3, T, 0.5, 6.0, 5.0)(t), rtol=1e-5)
   mu = rlhf.registry.prepare({"schedule": "appendix_e"}, env, T)["alpha"]
   np.testing.assert_allclose(mu(t), schedules.appendix_e(3, T, 0.5, 6.0, 98.0 * np.exp(6.0))(t),
                              rtol=1e-4)
+
+
+TRAP = """family = "rlhf"
+seeds = 2
+steps = 10
+[env]
+name = "contextual"
+num_prompts = 4
+num_actions = 3
+dim = 2
+kappa = 100.0
+[agent]
+name = "xpo"
+schedule = "proposition3"
+"""
+
+
+def test_a_trap_cell_schedule_takes_its_own_kappa_not_the_traps(monkeypatch):
+  """The environment's kappa (the trap's) never reaches the schedule: proposition3 takes the
+  instance's Assumption-1 κ, or schedule_kappa; the old agent key is refused naming both."""
+  from rbx.runs import config
+  seen, make = [], schedules.proposition3
+
+  @functools.wraps(make)                    # its signature: `prepare` reads the arguments
+  def recorded(**kw):
+    seen.append(kw["kappa"])                # concrete in the config's check, first
+    return make(**kw)
+
+  monkeypatch.setitem(schedules.SCHEDULES, "proposition3", recorded)
+  cfg = config.loads(TRAP)
+  env = rlhf.registry._contextual(num_prompts=4, num_actions=3, dim=2, kappa=100.0)
+  assert float(seen[0]) == pytest.approx(float(assumptions.kappa(env))) and float(seen[0]) != 100
+  assert cfg.effective["env"]["kappa"] == 100.0 and "kappa" not in cfg.effective["agent"]["xpo"]
+  seen.clear()
+  config.loads(TRAP + "schedule_kappa = 5.0\n")
+  assert float(seen[0]) == 5.0
+  with pytest.raises(config.ConfigError, match="agent.kappa: .*schedule_kappa"):
+    config.loads(TRAP.replace("kappa = 100.0\n", "") + "kappa = 5.0\n")
 
 
 def test_traced_instance_in_a_sweep():

@@ -1,0 +1,125 @@
+"""rbx.core.stats against SciPy (t quantiles, the paired t-test), Holm against a hand-worked
+family, the detectable difference against the noncentral t's exact power, and `rbx report
+--compare` on a tiny saved run."""
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+import rbx
+from rbx import cli
+from rbx.core import stats
+from rbx.core.results import Results
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 7, 29, 30, 31, 63, 255, 1000, 2.5])
+def test_t_quantiles_and_tails_are_scipys(df):
+  for q in (1e-9, 0.025, 0.1, 0.5, 0.8, 0.9, 0.975, 0.995, 1 - 1e-9):
+    assert stats.t_quantile(q, df) == pytest.approx(scipy_stats.t.ppf(q, df), rel=1e-9, abs=1e-12)
+  for t in (-3.0, 0.0, 0.2, 1.0, 4.0, 30.0):
+    assert stats.t_sf(t, df) == pytest.approx(scipy_stats.t.sf(t, df), rel=1e-9)
+
+
+def test_paired_difference_is_scipys_paired_t_test_at_any_level():
+  rng = np.random.default_rng(0)
+  b = rng.normal(10.0, 3.0, 12)
+  a = b - 1.0 + rng.normal(0.0, 1.5, 12)
+  want = scipy_stats.ttest_rel(a, b)
+  for level in (0.5, 0.9, 0.95, 0.999):
+    c = stats.paired(a, b, level)
+    lo, hi = want.confidence_interval(level)
+    assert c.mean == pytest.approx(np.mean(a - b)) and c.n == 12
+    assert (c.low, c.high) == (pytest.approx(lo, rel=1e-9), pytest.approx(hi, rel=1e-9))
+    assert c.p == pytest.approx(want.pvalue, rel=1e-9)
+  same = np.arange(12.0)                                             # sd = 0
+  assert stats.paired(same + 2.0, same).p == 0.0 and stats.paired(same, same).p == 1.0
+
+
+@pytest.mark.parametrize("a, b, level, field", [
+    (np.ones(5), np.ones(4), 0.95, "shapes"),           # not over the same seeds
+    (np.ones(1), np.ones(1), 0.95, "at least 2 seeds"),
+    (np.r_[1.0, np.nan, 2.0], np.ones(3), 0.95, "at least 2 seeds"),
+    (np.ones(5), np.ones(5), 1.0, "level"), (np.ones(5), np.ones(5), 0.0, "level")])
+def test_paired_refuses_bad_input_naming_it(a, b, level, field):
+  with pytest.raises(ValueError, match=field):
+    stats.paired(a, b, level)
+
+
+def test_holm_adjusts_a_hand_worked_family():
+  # sorted 0.005, 0.01, 0.03, 0.04: × 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 -> running max
+  p = [0.01, 0.04, 0.03, 0.005]
+  np.testing.assert_allclose(stats.holm_adjust(p), [0.03, 0.06, 0.06, 0.02])
+  np.testing.assert_allclose(stats.holm_adjust([0.2, 0.6]), [0.4, 0.6])
+  np.testing.assert_allclose(stats.holm_adjust([0.5, 0.9, 0.7]), [1.0, 1.0, 1.0])   # capped
+
+
+def test_holm_family_separates_and_states_the_detectable_difference():
+  rng = np.random.default_rng(0)
+  base = rng.normal(10.0, 3.0, 64)
+  lead = stats.paired(base - 1.0 + rng.normal(0, 0.1, 64), base)
+  tied = stats.paired(base + rng.normal(0, 1.0, 64), base)
+  out = stats.holm({"lead": lead, "tied": tied})
+  assert out["lead"].separated and not out["tied"].separated
+  assert out["lead"].p_holm == pytest.approx(min(1.0, 2 * lead.p))
+  q = scipy_stats.t.ppf(1 - 0.05 / 4, 63) + scipy_stats.t.ppf(0.8, 63)
+  assert out["tied"].detectable == pytest.approx(q * tied.sd / 8, rel=1e-9)
+
+
+@pytest.mark.parametrize("n, m", [(10, 1), (64, 1), (64, 6), (256, 20)])
+def test_detectable_difference_has_its_power(n, m):
+  """At δ the two-sided test at α/m rejects with the noncentral t's probability ≈ 0.8."""
+  alpha, sd = 0.05, 2.0
+  delta = stats.detectable(sd, n, alpha, 0.8, m)
+  crit = scipy_stats.t.ppf(1 - alpha / (2 * m), n - 1)
+  shift = delta / (sd / np.sqrt(n))
+  power = (scipy_stats.nct.sf(crit, n - 1, shift) + scipy_stats.nct.cdf(-crit, n - 1, shift))
+  assert power == pytest.approx(0.8, abs=0.01)
+  assert delta == pytest.approx((crit + scipy_stats.t.ppf(0.8, n - 1)) * sd / np.sqrt(n))
+
+
+def saved_run(tmp_path, instances=False):
+  """A saved run (agent × beta × 8 seeds, R(T) only): xpo 2 below greedy, vpo as greedy."""
+  rng = np.random.default_rng(1)
+  shape = (3, 2) + ((3,) if instances else ()) + (8, 1)
+  base = rng.uniform(20, 30, shape[2:])
+  final = np.stack([base - 2 + rng.normal(0, 0.3, shape[1:]), base + rng.normal(0, 0.3, shape[1:]),
+                    np.broadcast_to(base, shape[1:])])
+  axes = ("agent", "beta") + (("instance",) if instances else ()) + ("seed", "step")
+  coords = {"agent": np.array(["xpo", "vpo", "greedy"]), "beta": np.array([0.5, 1.0]),
+            "seed": np.arange(8), "step": np.array([100]), "instance": np.arange(3)}
+  run = tmp_path / "run"
+  rbx.save(Results(axes, {a: coords[a] for a in axes}, recorded=final), run)
+  return run, final
+
+
+def test_report_compare_prints_paired_differences_with_holm(tmp_path, capsys):
+  run, final = saved_run(tmp_path)
+  assert cli.main(["report", str(run), "--compare", "agent=xpo", "agent=vpo", "agent=greedy",
+                   "--level", "0.9"]) == 0
+  out = capsys.readouterr().out
+  assert out.startswith("## Paired comparisons") and "Holm's adjusted p over these 6" in out
+  assert out.strip().endswith("report.md") and "## Paired comparisons" in (run / "report.md").read_text()
+  rows = [r for r in out.splitlines() if r.startswith("| agent=")]
+  assert [r.split(" | ")[:2] for r in rows] == [
+      [f"| agent={a} − agent={b}", beta] for a, b in
+      (("xpo", "vpo"), ("xpo", "greedy"), ("vpo", "greedy")) for beta in ("0.5", "1")]
+  c = stats.paired(final[0, 1, :, 0], final[2, 1, :, 0], 0.9)
+  cells = rows[3].split(" | ")                               # xpo − greedy at β = 1
+  assert cells[2] == "8" and cells[3].startswith("**") and float(cells[3].strip("*")) == (
+      pytest.approx(c.mean, abs=0.01))
+  assert "90% CI" in out and cells[4] == f"[{c.low:.3f}, {c.high:.3f}]"
+
+
+def test_report_compare_over_instances_and_bad_labels(tmp_path, capsys):
+  run, final = saved_run(tmp_path, instances=True)
+  assert cli.main(["report", str(run), "--compare", "agent=xpo,beta=0.5", "agent=greedy,beta=0.5"]) == 0
+  out = capsys.readouterr().out
+  assert "over the instances" in out and "| agent=xpo,beta=0.5 − agent=greedy,beta=0.5 | 3 |" in out
+  for args, message in [(["agent=xpo", "agent=dpo"], "agent='dpo' is not on the axis"),
+                        (["agnt=xpo", "agent=greedy"], "'agnt' is not one of"),
+                        (["xpo", "agent=greedy"], "field=value"),
+                        (["agent=xpo"], "at least 2 labels"),
+                        (["agent=xpo,beta=1", "agent=greedy"], "name the same fields"),
+                        (["agent=xpo", "agent=greedy", "--level", "95"], "level must be in")]:
+    assert cli.main(["report", str(run), "--out", str(tmp_path / "r"), "--compare", *args]) == cli.EXIT_ERROR
+    assert message in capsys.readouterr().err
+  assert not (tmp_path / "r").exists()                       # refused before writing
