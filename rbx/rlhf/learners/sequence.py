@@ -34,39 +34,48 @@ def _sizes(task) -> tuple[int, int]:
   return task.ref_log_probs.shape[-1], task.tokens.shape[1]
 
 
-def autoregressive(name: str, init, reference, level, table) -> Policy:
+def autoregressive(name: str, init, reference, level, table=None) -> Policy:
   """The `Policy` of next-token log-probabilities `level(θ, task, xs, l, prefixes)`.
 
-  Every loop over the positions is a `jax.lax.scan` (l traced: the program does not grow with L).
+  `sample` and a Markov policy's `log_probs_of` loop over the positions by `jax.lax.scan` (l
+  traced: their programs do not grow with L); `log_probs_at` builds the V^L answers level by
+  level, and the prefix-table policy's `log_probs_of` sums its L rows unrolled (a scan there
+  changes the recorded regrets' bits, tests/rlhf/test_schemes.py).
 
   Args:
     name: for messages. init, reference: task -> θ before round 1, and θ_ref (π_θ = π_ref).
     level: log π_θ(y_{l+1} | x, y_1..y_l) for prompts xs (n,) and prefixes (m,) of length l
-      (a traced int; their numbers among the V^l prefixes, `answers`' order), (n, m, V).
-    table: `(rows, row)`: `rows(θ, task, xs)` every next-token distribution of prompts xs,
-      (n, R, V), and `row(V, l, prefixes)` the rows (m,) of prefixes of length l. `log_probs_at`
-      and `log_probs_of` (when |X| ≤ n: a buffer longer than the prompts) read n answers from
-      one such table, the others from `level`.
+      (an int, traced in the scans; their numbers among the V^l prefixes, `answers`' order),
+      (n, m, V).
+    table: a Markov policy's `(rows, row)` (`markov`): `rows(θ, task, xs)` every next-token
+      distribution of prompts xs, (n, L·(V+1), V), and `row(V, l, prefixes)` the rows (m,) of
+      prefixes of length l; or None. With it `log_probs_of` reads n answers from one table of
+      every prompt's when |X| ≤ n (a buffer longer than the prompts), else from `level`.
   Returns:
-    `log_probs_at(θ, task, xs)` = Σ_l log π_θ(y_{l+1} | x, y_1..y_l) for every answer, (n, V^L);
+    `log_probs_at(θ, task, xs)` = Σ_l log π_θ(y_{l+1} | x, y_1..y_l) for every answer, (n, V^L),
+    level by level (the prefixes of length l + 1 are those of length l times the V tokens);
     `log_probs_of(θ, task, xs, ys)`, the same sum for given answers ys (n,) only, (n,); and
     `sample(key, θ, task, x)`, one answer by ancestral sampling: L categorical draws, each
     from the next-token log-probabilities at the prefix drawn so far.
   """
-  rows, row = table
-
   def along(V, L, tab, xs, ys):
     """Σ_l tab[xs, row(l, y_1..y_l), y_{l+1}] for answers ys, in position order, (n, m)."""
     def add(total, l):
       prefix = ys // V ** (L - l)
-      return total + tab[xs, row(V, l, prefix), (ys // V ** (L - l - 1)) % V], None
+      return total + tab[xs, table[1](V, l, prefix), (ys // V ** (L - l - 1)) % V], None
     return jax.lax.scan(add, jnp.zeros(jnp.broadcast_shapes(xs.shape, ys.shape)),
                         jnp.arange(L))[0]
 
   def log_probs_at(params, task, xs) -> chex.Array:
+    # level by level, the prefixes growing V-fold (a Python loop: the shapes differ; L is at
+    # most log_V of `sequences.MAX_ANSWERS`): one add per answer, where reading every position
+    # of every answer from the table costs L gathers per answer (the tabular policy 4-6x slower)
     V, L = _sizes(task)
-    n = xs.shape[0]
-    return along(V, L, rows(params, task, xs), jnp.arange(n)[:, None], jnp.arange(V ** L)[None])
+    total = jnp.zeros((xs.shape[0], 1))
+    for l in range(L):
+      total = (total[:, :, None] + level(params, task, xs, l, jnp.arange(V ** l))).reshape(
+          xs.shape[0], V ** (l + 1))
+    return total
 
   def log_probs(params, task) -> chex.Array:
     return log_probs_at(params, task, jnp.arange(task.rho.shape[0]))
@@ -82,14 +91,12 @@ def autoregressive(name: str, init, reference, level, table) -> Policy:
 
   def log_probs_of(params, task, xs, ys) -> chex.Array:
     V, L = _sizes(task)
-    if task.rho.shape[0] <= xs.shape[0]:
-      return along(V, L, rows(params, task, jnp.arange(task.rho.shape[0])), xs, ys)
+    if table is not None and task.rho.shape[0] <= xs.shape[0]:
+      return along(V, L, table[0](params, task, jnp.arange(task.rho.shape[0])), xs, ys)
 
     def one(x, y):                                 # Σ_l log π_θ(y_{l+1} | x, y_1..y_l)
-      def add(total, l):
-        step = level(params, task, x[None], l, (y // V ** (L - l))[None])
-        return total + step[0, 0, (y // V ** (L - l - 1)) % V], None
-      return jax.lax.scan(add, jnp.zeros(()), jnp.arange(L))[0]
+      return sum(level(params, task, x[None], l, (y // V ** (L - l))[None])[
+          0, 0, (y // V ** (L - l - 1)) % V] for l in range(L))
     return jax.vmap(one)(xs, ys)
 
   return Policy(name, init, log_probs, reference, log_probs_at, sample, log_probs_of)
@@ -135,9 +142,7 @@ def tabular() -> Policy:
     V = task.ref_log_probs.shape[-1]
     return jax.nn.log_softmax(theta[xs[:, None], offset(V, l) + prefixes[None]], -1)
 
-  table = (lambda theta, task, xs: jax.nn.log_softmax(theta[xs], -1),
-           lambda V, l, prefixes: offset(V, l) + prefixes)
-  return autoregressive("tabular", reference, reference, level, table)
+  return autoregressive("tabular", reference, reference, level)
 
 
 def loglinear() -> Policy:
