@@ -56,7 +56,8 @@ def test_the_summary_and_report_average_over_instances_and_seeds(run):
   assert row["mean"] == pytest.approx(final[1].mean())
   assert row["std_instance"] == pytest.approx(means.std(ddof=1))
   assert row["std"] == pytest.approx(np.sqrt(final[1].var(axis=-1, ddof=1).mean()))
-  assert row["ci_high"] - row["mean"] == pytest.approx(4.303 * means.std(ddof=1) / np.sqrt(3))
+  t = 0.95 / np.sqrt(2 * 0.975 * 0.025)           # t_{0.975, 2} in closed form: (2q − 1)/√(2q(1 − q))
+  assert row["ci_high"] - row["mean"] == pytest.approx(t * means.std(ddof=1) / np.sqrt(3))
   assert len(run.final(table=True)) == 2 * 3 * 2
   assert run.final(table=True)[-1].keys() == {"beta", "instance", "seed", "final"}
   assert run.instance_means().axes == ("beta", "instance", "step")
