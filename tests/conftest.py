@@ -39,18 +39,3 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 def pytest_sessionfinish(session, exitstatus):
   if _OWN_CACHE is not None:
     shutil.rmtree(_OWN_CACHE, ignore_errors=True)
-
-
-# The longest files (a quiet run's --durations, 2026-12-07): collected first, so that with
-# `--dist loadfile` they start at once instead of leaving one worker running them alone at the
-# end (at the end of the alphabet, the notebooks and the docs' examples did).
-LONG_FILES = ("test_notebooks.py", "test_readme.py", "test_seeds.py")
-
-
-def pytest_collection_modifyitems(session, config, items):
-  """`LONG_FILES` first, in that order; the other files in collection order, a file's tests
-  together."""
-  files = list(dict.fromkeys(item.path for item in items))
-  rank = {path: (LONG_FILES.index(path.name) if path.name in LONG_FILES else len(LONG_FILES), i)
-          for i, path in enumerate(files)}
-  items.sort(key=lambda item: rank[item.path])
