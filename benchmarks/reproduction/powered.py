@@ -26,6 +26,7 @@ import numpy as np
 from benchmarks import ROOT
 from rbx import rlhf
 from rbx.core import stats
+from rbx.core.results import mean_ci
 
 LEVEL, POWER = 0.05, 0.8
 TAIL = 0.1
@@ -118,9 +119,8 @@ def gather(cells: list[tuple], saved: dict) -> dict:
 
 def interval(x, axis=0):
   """Mean and the half-width of its 95% Student-t interval along `axis`."""
-  x = np.asarray(x, np.float64)
-  n = x.shape[axis]
-  return x.mean(axis), stats.t_quantile(0.975, n - 1) * x.std(axis, ddof=1) / np.sqrt(n)
+  mean, _, half = mean_ci(np.asarray(x, np.float64), axis)
+  return mean, half
 
 
 def learned(regret: np.ndarray) -> np.ndarray:

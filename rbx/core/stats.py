@@ -1,7 +1,7 @@
 """Comparisons of agents over common seeds: paired differences with Student-t intervals at any
 level, Holm's step-down correction over a family of comparisons, and the smallest difference a
-run of n seeds detects at a given power. NumPy and the standard library only (SciPy is not a
-dependency of rbx; the tests check these against `scipy.stats`).
+run of n seeds detects at a given power; Student's t from `scipy.stats` (the tests check the
+paired test against `scipy.stats.ttest_rel`).
 
 Seed s draws the same prompts and keys under every agent (`rbx.core.protocol.pair`), so two
 agents' R(T) over the same seeds are paired: the differences dᵢ = aᵢ − bᵢ, i = 1..n, have mean
@@ -27,65 +27,11 @@ LEVEL = 0.95          # the intervals' level; 1 − LEVEL is the family's error 
 POWER = 0.8           # the power of the detectable difference
 
 
-def betainc(a: float, b: float, x: float, y: float | None = None) -> float:
-  """The regularised incomplete beta function I_x(a, b), a, b > 0, 0 ≤ x ≤ 1 (`y` = 1 − x,
-  given when it is known more precisely than 1 − x): the continued fraction of Numerical
-  Recipes §6.4 by Lentz's method, on the side of (a + 1)/(a + b + 2) where it converges
-  (in O(√max(a, b)) terms), to double precision."""
-  y = 1.0 - x if y is None else y
-  if x <= 0.0:
-    return 0.0
-  if y <= 0.0:
-    return 1.0
-  if x > (a + 1.0) / (a + b + 2.0):
-    return 1.0 - betainc(b, a, y, x)
-  front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                   + a * math.log(x) + b * math.log(y)) / a
-  tiny, f, c, d = 1e-300, 1.0, 1.0, 0.0
-  for i in range(200_000):
-    m = i // 2
-    if i == 0:
-      num = 1.0
-    elif i % 2 == 0:
-      num = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
-    else:
-      num = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
-    d = 1.0 + num * d
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    c = 1.0 + num / c
-    c = c if abs(c) > tiny else tiny
-    f *= c * d
-    if abs(1.0 - c * d) < 1e-15:
-      return front * (f - 1.0)
-  raise ArithmeticError(f"betainc({a}, {b}, {x}) did not converge")
-
-
-def t_sf(t: float, df: float) -> float:
-  """P(T > t) for Student's t with `df` > 0 degrees of freedom: ½ I_{df/(df+t²)}(df/2, ½) for
-  t ≥ 0."""
-  if math.isnan(t) or not df > 0:
-    return math.nan
-  tail = 0.5 * betainc(df / 2, 0.5, df / (df + t * t), t * t / (df + t * t))
-  return tail if t >= 0 else 1.0 - tail
-
-
 def t_quantile(q: float, df: float) -> float:
-  """The q-quantile t_{q, df} of Student's t, 0 < q < 1 (NaN for df ≤ 0): `t_sf` inverted by
-  bisection to the last bit."""
+  """The q-quantile t_{q, df} of Student's t, 0 < q < 1 (NaN for df ≤ 0)."""
+  from scipy import stats as scipy_stats        # imported when used: `import rbx` stays light
   check_unit("q", q)
-  if not df > 0:
-    return math.nan
-  if q == 0.5:
-    return 0.0
-  tail, lo, hi = min(q, 1.0 - q), 0.0, 1.0          # P(T > |t_q|), exact for either q
-  while t_sf(hi, df) > tail:
-    lo, hi = hi, 2.0 * hi
-  while hi - lo > 4e-16 * hi:
-    mid = 0.5 * (lo + hi)
-    if mid in (lo, hi):
-      break
-    lo, hi = (mid, hi) if t_sf(mid, df) > tail else (lo, mid)
-  return 0.5 * (lo + hi) * (1.0 if q > 0.5 else -1.0)
+  return float(scipy_stats.t.ppf(q, df)) if df > 0 else math.nan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,8 +78,9 @@ def paired(a, b, level: float = LEVEL) -> Comparison:
   d = a - b
   n, mean, sd = d.size, float(d.mean()), float(d.std(ddof=1))
   half = t_quantile(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
+  from scipy import stats as scipy_stats
   p = (float(mean == 0.0) if sd == 0 else
-       min(1.0, 2.0 * t_sf(abs(mean) / (sd / math.sqrt(n)), n - 1)))
+       min(1.0, 2.0 * float(scipy_stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))))
   return Comparison(mean, sd, n, level, mean - half, mean + half, p)
 
 
