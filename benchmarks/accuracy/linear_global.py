@@ -1,11 +1,12 @@
 """How far the linear agents' steps end below SciPy's multi-start optimum of the same problem,
 along the agents' own trajectories on the instances of REPRODUCTION.md's linear section.
 
-    python -m benchmarks.accuracy.linear_global [--prompts 100] [--dims 4 16] [--seeds 2]
+    python -m benchmarks.accuracy.linear_global [--prompts 100] [--actions 10] [--kappa 100]
+                                                [--dims 4 16] [--seeds 2]
                                                 [--steps 5 10 20 50 100 200] [--starts 20]
 
 Each linear agent (`rbx.rlhf.learners.linear`, its default `LINEAR_SOLVER`, α = 1) runs on
-`random_contextual(key(0), |X|, A = 10, d, β = 0.5, r_max = 4, kappa = 100)` (the section's
+`random_contextual(key(0), |X|, A, d, β = 0.5, r_max = 4, κ)` (default A = 10, κ = 100: the section's
 trap instance); at the listed steps t the problem it solved ((3.1a)/(3.2a): its first t
 comparisons, its π_cal, α) is solved again by SciPy's SLSQP from `--starts` starts
 (`benchmarks/reference/scipy_linear.py`), and the gap F(SciPy) − F(agent) is recorded
@@ -49,6 +50,8 @@ def trajectory(env, name: str, alpha: float, seed: int, steps: int):
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--prompts", type=int, default=100)
+  parser.add_argument("--actions", type=int, default=10)
+  parser.add_argument("--kappa", type=float, default=100.0, help="the trap's κ")
   parser.add_argument("--dims", type=int, nargs="+", default=[4, 16])
   parser.add_argument("--alpha", type=float, default=1.0)
   parser.add_argument("--seeds", type=int, default=2)
@@ -56,12 +59,13 @@ def main(argv=None):
   parser.add_argument("--starts", type=int, default=20)
   parser.add_argument("--agents", nargs="+", default=list(AGENTS))
   args = parser.parse_args(argv)
-  print(f"|X| = {args.prompts}, A = 10, κ = 100, α = {args.alpha:g}, {args.seeds} seeds; "
+  print(f"|X| = {args.prompts}, A = {args.actions}, κ = {args.kappa:g}, α = {args.alpha:g}, {args.seeds} seeds; "
         f"solver {linear.LINEAR_SOLVER}; SciPy SLSQP from {args.starts} starts")
   print("| d | agent | t | mean gap | max gap |")
   print("|---:|---|---:|---:|---:|")
   for d in args.dims:
-    env = rlhf.random_contextual(jax.random.key(0), args.prompts, 10, d, 0.5, 4.0, kappa=100.0)
+    env = rlhf.random_contextual(jax.random.key(0), args.prompts, args.actions, d, 0.5, 4.0,
+                                 kappa=args.kappa)
     spec = env.spec
     for name in args.agents:
       gaps = np.zeros((args.seeds, len(args.steps)))
