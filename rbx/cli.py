@@ -268,19 +268,20 @@ def _keys(args) -> int:
 
 
 def register_plot(subparsers) -> None:
-  """Adds `rbx plot DIR [--out OUT] [--log]`."""
+  """Adds `rbx plot DIR [--out OUT] [--log] [--band B] [--stuck THRESHOLD]`."""
   p = subparsers.add_parser(
       "plot", help="plot a run (PNG and SVG under DIR/plots)",
       description="Plots the run in DIR into DIR/plots (or --out); an interrupted run is plotted "
       "from its checkpoint as far as it got, titled 'partial: step t of T'.")
   p.add_argument("dir", help="a run directory")
   p.add_argument("--out", metavar="OUT", help="write the plots into OUT (e.g. for a read-only DIR)")
-  _add_log(p)
+  _add_figure(p)
   p.set_defaults(handler=_plot)
 
 
 def register_report(subparsers) -> None:
-  """Adds `rbx report DIR [--out OUT] [--log] [--compare LABEL...] [--level L] [--power P]`."""
+  """Adds `rbx report DIR [--out OUT] [--log] [--band B] [--stuck THRESHOLD]
+  [--compare LABEL...] [--level L] [--power P]`."""
   p = subparsers.add_parser(
       "report", help="write DIR/report.md: summary, CIs, exponents, plots",
       description="Writes report.md and plots/ of the run in DIR into DIR (or --out); an "
@@ -289,7 +290,7 @@ def register_report(subparsers) -> None:
   p.add_argument("dir", help="a run directory")
   p.add_argument("--out", metavar="OUT",
                  help="write report.md and plots/ into OUT (e.g. for a read-only DIR)")
-  _add_log(p)
+  _add_figure(p)
   p.add_argument("--compare", nargs="+", metavar="LABEL", default=[],
                  help="labels FIELD=VALUE[,FIELD=VALUE] (grid coordinates, e.g. agent=xpo "
                       "agent=greedy): print and report R(T) of each label minus each later "
@@ -427,9 +428,18 @@ def _progress(args) -> bool | str:
   return progress.PLAIN if args.no_progress else True
 
 
-def _add_log(parser) -> None:
+def _add_figure(parser) -> None:
+  """--log, --band and --stuck: how the cumulative plot is drawn (`rbx.core.plots.cumulative`)."""
+  from rbx.core import plots
   parser.add_argument("--log", action="store_true",
                       help="a logarithmic regret axis in the cumulative plot")
+  parser.add_argument("--band", choices=plots.BANDS, default="quantile",
+                      help="the cumulative plot's bands: the median and 10-90%% range over "
+                           "seeds (quantile, the default: right when seeds split into stuck "
+                           "and escaped), the mean and its 95%% CI (ci), or the mean alone")
+  parser.add_argument("--stuck", type=float, metavar="THRESHOLD",
+                      help="add a panel with the share of seeds whose per-step regret is "
+                           "still >= THRESHOLD (e.g. 0.01 for Proposition 2's)")
 
 
 def _plot(args) -> int:
@@ -438,7 +448,8 @@ def _plot(args) -> int:
   try:
     res = report.load(args.dir)
     out = report.writable(args.out or f"{args.dir}/plots", suggest_out=args.out is None)
-    figures = plots.plot_all(res, out, report.reference_exponent(res), args.log)
+    figures = plots.plot_all(res, out, report.reference_exponent(res), args.log, args.band,
+                             args.stuck)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("plot", e)
   for paths in figures.values():
@@ -449,7 +460,8 @@ def _plot(args) -> int:
 def _report(args) -> int:
   from rbx.runs import checkpoint, report
   try:
-    path = report.write(args.dir, args.out, args.log, compare=args.compare, level=args.level,
+    path = report.write(args.dir, args.out, args.log, args.band, args.stuck,
+                        compare=args.compare, level=args.level,
                         power=args.power)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("report", e)

@@ -170,6 +170,13 @@ def test_report_and_plot_of_an_interrupted_run_say_partial(tmp_path, monkeypatch
   assert "| 0.5 | 3 |" in text
   assert cli.main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 0
   assert (tmp_path / "figs" / "cumulative.png").is_file()
+  # the cumulative plot's band and stuck panel from the command line; an unknown band refused
+  assert cli.main(["plot", str(out), "--out", str(tmp_path / "ci"), "--band", "ci",
+                   "--stuck", "0.5"]) == 0
+  assert "share with r_t" in (tmp_path / "ci" / "cumulative.svg").read_text()
+  with pytest.raises(SystemExit):
+    cli.main(["plot", str(out), "--band", "iqr"])
+  assert "invalid choice: 'iqr'" in capsys.readouterr().err
   meta = store.read_json(out / store.METADATA)                 # as a run still going
   store.write_json(out / store.METADATA, {**meta, "status": "running"})
   assert cli.main(["report", str(out)]) == 0

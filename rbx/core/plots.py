@@ -7,11 +7,11 @@ over its seeds is one sample (`Results.instance_means`), so a band is the 95% CI
 quantiles over instances, as `rbx report`'s CI is.
 
 * `cumulative`: R(t) against t per grid point, a colour per agent and a line style per value
-  of the other grid fields. `band="ci"` (the default): the mean over seeds with its 95% CI
-  (Student t, clipped at 0 as regret is non-negative; none with fewer than
-  `MIN_SEEDS_FOR_CI` seeds); `band="quantile"`: the median with the 10–90% range over seeds
-  (`quantiles`), which shows runs that split into stuck and escaped seeds as they are;
-  `band="none"`: the mean alone. `stuck=threshold` adds a panel below with the fraction of
+  of the other grid fields. `band="quantile"` (the default): the median with the 10–90% range
+  over seeds (`quantiles`), which shows runs that split into stuck and escaped seeds as they
+  are (a mean and its CI between two such groups describe neither); `band="ci"`: the mean over
+  seeds with its 95% CI (Student t, clipped at 0 as regret is non-negative; none with fewer
+  than `MIN_SEEDS_FOR_CI` seeds); `band="none"`: the mean alone. `stuck=threshold` adds a panel below with the fraction of
   seeds whose regret at step t is still ≥ threshold (`Results.stuck_fraction`); `log`: a
   logarithmic regret axis.
 * `scaling`: log–log mean R(t) against t with the slope fitted over t ≥ √T per grid point,
@@ -65,7 +65,7 @@ SYMBOLS = {"alpha": "α", "beta": "β", "kappa": "κ", "schedule_kappa": "κ", "
 
 def plot_all(res: results_lib.Results, directory: str | os.PathLike,
              reference: Callable[[dict], float | None] | None = None, log: bool = False,
-             band: str = "ci", stuck: float | None = None) -> dict[str, list[Path]]:
+             band: str = "quantile", stuck: float | None = None) -> dict[str, list[Path]]:
   """Every plot that `res` supports, saved into `directory` as PNG and SVG; name -> [png,
   svg]. `reference(point)` is the predicted regret exponent at a grid point, or None; `log`,
   `band` and `stuck` as in `cumulative`."""
@@ -93,7 +93,7 @@ def save(fig: Figure, path: str | os.PathLike) -> list[Path]:
 
 
 def cumulative(res: results_lib.Results, path: str | os.PathLike | None = None,
-               log: bool = False, band: str = "ci",
+               log: bool = False, band: str = "quantile",
                quantiles: tuple[float, float] = results_lib.QUANTILES,
                stuck: float | None = None) -> Figure:
   """R(t) against t, one line per grid point (see the module docstring for `band`,
@@ -138,7 +138,8 @@ def cumulative(res: results_lib.Results, path: str | os.PathLike | None = None,
 
 
 def band(ax, t: np.ndarray, values: np.ndarray, label: str | None = None, alpha: float = 0.2,
-         kind: str = "ci", quantiles: tuple[float, float] = results_lib.QUANTILES, **style):
+         kind: str = "quantile", quantiles: tuple[float, float] = results_lib.QUANTILES,
+         **style):
   """Draws `values` (seed, step) against `t` on `ax` and returns the line: with `kind` "ci"
   the mean over seeds and its 95% CI band (Student t, clipped at 0: `results.ci`; none with
   fewer than `MIN_SEEDS_FOR_CI` seeds), "quantile" the median and the band between the

@@ -28,17 +28,19 @@ REPORT = "report.md"
 
 
 def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
-          log: bool = False, band: str = "ci", compare: list[str] = (),
-          level: float = stats.LEVEL, power: float = stats.POWER) -> Path:
+          log: bool = False, band: str = "quantile", stuck: float | None = None,
+          compare: list[str] = (), level: float = stats.LEVEL,
+          power: float = stats.POWER) -> Path:
   """Writes report.md and plots/ into `out` (default the run `directory`); returns its path.
   `log`: a log regret axis in the cumulative plot; `band`: its bands (`plots.cumulative`:
-  "ci", "quantile" or "none"); `compare`: labels whose paired differences the report ends
+  "quantile", "ci" or "none"); `stuck`: its panel of the share of seeds whose per-step
+  regret is still ≥ `stuck`; `compare`: labels whose paired differences the report ends
   with (`comparisons`, at `level` and `power`), checked before anything is written."""
   res = load(directory)
   section = comparisons(res, compare, level, power) if compare else []
   target = writable(directory if out is None else out, suggest_out=out is None)
   reference = reference_exponent(res)
-  figures = plots.plot_all(res, target / "plots", reference, log, band)
+  figures = plots.plot_all(res, target / "plots", reference, log, band, stuck)
   path = target / REPORT
   path.write_text(markdown(res, {k: v[0].relative_to(target) for k, v in figures.items()},
                            reference, directory) + "".join(line + "\n" for line in section))

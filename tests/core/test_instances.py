@@ -66,7 +66,7 @@ def test_the_summary_and_report_average_over_instances_and_seeds(run):
   text = report.markdown(run, {})
   assert "3 instances (the environment at seed = 0..2) × 2 seeds" in text
   assert "| beta | instances | n | mean | std (seeds) | std (instances) | 95% CI |" in text
-  assert "mean and 95% CI over 3 instances" in plots.cumulative(run).axes[0].get_title()
+  assert "mean and 95% CI over 3 instances" in plots.cumulative(run, band="ci").axes[0].get_title()
   assert run.to_dataframe().columns[:4].tolist() == ["beta", "instance", "seed", "step"]
 
 

@@ -174,7 +174,9 @@ def test_plots_read_like_a_paper_figure():
   assert plots.label({"agent": "algorithm1", "alpha": 3.0, "r_max": 4.0}) == (
       "Algorithm 1, α = 3, r_max = 4")
   assert plots.label({"agent": "neural_ucb", "nu": 0.1}) == "NeuralUCB, ν = 0.1"
-  ax = plots.cumulative(res, log=True).axes[0]
+  assert plots.cumulative(res).axes[0].get_title().endswith(
+      "cumulative regret, median and 10–90% range over 5 seeds")        # the default band
+  ax = plots.cumulative(res, log=True, band="ci").axes[0]
   assert ax.get_title() == ("Fake sweep\nκ = 1, α_t: proposition3\ncumulative regret, mean "
                             "and 95% CI over 5 seeds")         # lines as wide as the axes
   # a colour per agent, a line style per β, and a legend of each
@@ -222,17 +224,17 @@ def test_ci_bands_are_clipped_at_zero_and_omitted_below_three_seeds():
   t = np.arange(1, 11)
   rng = np.random.default_rng(0)
   ax = Figure().subplots()
-  plots.band(ax, t, rng.exponential(0.1, (2, 10)))
+  plots.band(ax, t, rng.exponential(0.1, (2, 10)), kind="ci")
   assert not ax.collections                                          # 2 seeds: no band
-  plots.band(ax, t, np.r_[np.zeros((4, 10)), np.ones((1, 10))])      # t-interval: below 0
+  plots.band(ax, t, np.r_[np.zeros((4, 10)), np.ones((1, 10))], kind="ci")   # t-interval: < 0
   (band,) = ax.collections
   assert band.get_paths()[0].vertices[:, 1].min() == 0.0             # never below 0
-  plots.band(ax, t, rng.normal(0.1, 1.0, (5, 10)))                   # negative data: unclipped
+  plots.band(ax, t, rng.normal(0.1, 1.0, (5, 10)), kind="ci")        # negative data: unclipped
   assert ax.collections[1].get_paths()[0].vertices[:, 1].min() < 0
   full = fake_results()
   two = dataclasses.replace(full, coords={**full.coords, "seed": np.arange(2)},
                             recorded=full.recorded[..., :2, :])
-  ax = plots.cumulative(two).axes[0]
+  ax = plots.cumulative(two, band="ci").axes[0]
   assert not ax.collections and "mean over 2 seeds (no CI below 3 seeds)" in ax.get_title()
 
 
