@@ -465,9 +465,11 @@ def _report(args) -> int:
                         power=args.power)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("report", e)
-  if args.compare:
-    section = path.read_text().split(f"\n## {report.COMPARISONS}", 1)[1]
-    print(f"## {report.COMPARISONS}{section.rstrip()}\n")
+  text = path.read_text()
+  for title in (report.DECOMPOSITION, report.COMPARISONS):    # the sections of the report's end
+    if f"\n## {title}" in text:
+      section = text.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
+      print(f"## {title}{section.rstrip()}\n")
   print(path)
   return 0
 

@@ -202,12 +202,18 @@ class Family:
       by default.
     reference_exponent: `(results, point) -> float | None`, the exponent a paper predicts for
       R(T) ∝ T^e at a grid point (reports print it beside the fitted slope), or None.
+    control: `control(agent) -> str | None`, the registered name of the agent that explores
+      nowhere but otherwise learns as `agent` does (RLHF: the greedy scheme of its policy
+      class), or None (`agent` is it, or has none). With the agent's `alpha` = 0 (its sampling
+      without its bonus) it splits an agent's advantage into sampling and bonus effects
+      (`rbx.runs.report.decomposition`).
   """
 
   def __init__(self, name: str, env_types: tuple[type, ...] = (),
                cpu_seed_batch: Callable[[Any], int] = lambda env: 64,
                cpu_rule: str = "64 seeds", step_bytes: Callable[[Any, int], int] = lambda env, state: 0,
-               prepare: Callable | None = None, reference_exponent: Callable | None = None):
+               prepare: Callable | None = None, reference_exponent: Callable | None = None,
+               control: Callable[[str], str | None] = lambda agent: None):
     self.name = name
     self.env_types = tuple(env_types)
     self.envs: dict[str, Entry] = {}
@@ -217,6 +223,7 @@ class Family:
     self.step_bytes = step_bytes
     self.prepare = prepare or (lambda params, env, steps: params)
     self.reference_exponent = reference_exponent or (lambda results, point: None)
+    self.control = control
 
   def cpu_choice(self, envs) -> batching.Choice:
     """The CPU seed batch of a sweep over these environments: the smallest of theirs."""

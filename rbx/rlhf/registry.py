@@ -86,11 +86,20 @@ def step_bytes(env, state: int) -> int:
   return 4 * SolverConfig().starts * _TRIALS * env.num_prompts * env.num_actions ** 2
 
 
+def control(agent: str) -> str | None:
+  """The greedy agent of `agent`'s policy class ("linear/xpo" -> "linear/greedy"), None for a
+  greedy one or an agent outside the scheme table: with `alpha` = 0 (the scheme's sampling
+  without its bonus) it splits the scheme's advantage into its sampling and bonus effects."""
+  policy_class, _, scheme = FAMILY.agents.resolve(agent).partition("/")
+  bonus = scheme in schemes.SCHEMES and schemes.SCHEMES[scheme].bonus
+  return agent_name(policy_class, "greedy") if bonus and policy_class in CLASSES else None
+
+
 FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.ContextualPreferenceEnv,
                                        sequences.SequenceEnv),
                     cpu_seed_batch=cpu_seed_batch, cpu_rule="seeds × |X| × A² ≤ 2^16",
-                    step_bytes=step_bytes,
-                    prepare=prepare, reference_exponent=analysis.paper_exponent)
+                    step_bytes=step_bytes, prepare=prepare,
+                    reference_exponent=analysis.paper_exponent, control=control)
 
 ENV_BETA = reg.real(doc="the KL weight β ≥ 0 (0: the greedy policy; exact agents only)")
 ENV_RMAX = reg.real(doc="the reward bound r_max > 0")

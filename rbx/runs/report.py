@@ -35,9 +35,12 @@ def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
   `log`: a log regret axis in the cumulative plot; `band`: its bands (`plots.cumulative`:
   "quantile", "ci" or "none"); `stuck`: its panel of the share of seeds whose per-step
   regret is still ≥ `stuck`; `compare`: labels whose paired differences the report ends
-  with (`comparisons`, at `level` and `power`), checked before anything is written."""
+  with (`comparisons`, at `level` and `power`), checked before anything is written, after
+  the split of each agent's advantage into sampling and bonus where the grid has it
+  (`decomposition`)."""
   res = load(directory)
-  section = comparisons(res, compare, level, power) if compare else []
+  section = decomposition(res, level, power) + (
+      comparisons(res, compare, level, power) if compare else [])
   target = writable(directory if out is None else out, suggest_out=out is None)
   reference = reference_exponent(res)
   figures = plots.plot_all(res, target / "plots", reference, log, band, stuck)
@@ -111,6 +114,84 @@ def comparisons(res: results_lib.Results, labels: list[str], level: float = stat
         [f"{a} − {b}"] + [results_lib.cell(where[k][f]) for f in fields]
         + [str(c.n), f"{bold}{v['mean']}{bold}", f"[{v['low']}, {v['high']}]", f"{c.p:.2g}",
            f"{c.p_holm:.2g}", "" if c.separated else v["detectable"]]) + " |")
+  return lines
+
+
+DECOMPOSITION = "Sampling and bonus"
+EFFECTS = ("scheme − control", "sampling: α = 0 − control", "bonus: scheme − α = 0")
+
+
+def decomposition(res: results_lib.Results, level: float = stats.LEVEL,
+                  power: float = stats.POWER) -> list[str]:
+  """The lines of the report's section `DECOMPOSITION` ([] where the grid has no such cells):
+  for every grid point of an agent at α ≠ 0 whose family names a control (`Family.control`:
+  RLHF's greedy agent of its policy class) and whose grid also holds the agent at α = 0 and
+  the control (at the same other fields), R(T) of
+
+    scheme − control = (α = 0 − control) + (scheme − α = 0)
+                     =  sampling effect  +  bonus effect,
+
+  each paired over the run's seeds (over instances: the instances' means) with its
+  `level` Student-t interval, Holm over all of them (`rbx.core.stats`). At α = 0 the agent
+  draws its answers by its scheme's rule (XPO's a2 from π_ref, Algorithm 1's from the
+  previous policy, …) with the same keys, and fits without the bonus: what sampling alone
+  does. The control explores nowhere and ignores α."""
+  family = registry.FAMILIES.get((res.config or {}).get("family"))
+  fields = list(res.fields)
+  if family is None or not {"agent", "alpha"} <= set(fields):
+    return []
+  where = results_lib.points(res)
+  samples = _samples(res, res.instances)
+  rest = [f for f in fields if f not in ("agent", "alpha")]
+  at = {}                          # (registered agent, α, other fields) -> grid point index
+  for i, p in enumerate(where):
+    if (p["agent"] is not None and is_number(p["alpha"]) and np.isfinite(p["alpha"])
+        and np.isfinite(samples[i]).all()):
+      other = tuple(results_lib.cell(p[f]) for f in rest)
+      at.setdefault((family.agents.resolve(p["agent"]), float(p["alpha"]), other), i)
+  cells = {}
+  for (agent, alpha, other), i in at.items():
+    control = family.control(agent)
+    zero = at.get((agent, 0.0, other))
+    controls = [j for (a, _, o), j in at.items() if a == control and o == other]
+    if alpha != 0.0 and zero is not None and controls:
+      cells[i] = (controls[0], zero)
+  if not cells:
+    return []
+  rows = {i: dict(zip(EFFECTS, ((i, c), (zero, c), (i, zero)))) for i, (c, zero) in cells.items()}
+  pairs = {}                       # (a, b) -> a − b; a sampling effect serves every α's row
+  for i, row in rows.items():
+    for a, b in row.values():
+      try:
+        pairs.setdefault((a, b), stats.paired(samples[a], samples[b], level))
+      except ValueError as e:
+        raise ValueError(f"{DECOMPOSITION} at {where[i]}: {e}") from e
+  pairs = stats.holm(pairs, power)
+  values = [v for c in pairs.values() for v in (c.mean, c.low, c.high)]
+  text = iter(results_lib.column(values))
+  shown = {key: (next(text), next(text), next(text)) for key in pairs}
+  over = ("the instances (each instance's mean over its seeds)" if res.instances
+          else "seeds (seed s draws the same prompts and keys under each)")
+  lines = ["", f"## {DECOMPOSITION}", "",
+           "Where an agent's advantage over its control (the agent of its class that explores "
+           "nowhere) comes from: R(T) of the agent at its α minus the control's = the sampling "
+           "effect (the agent at α = 0 — its scheme's draws of the answers, no bonus — minus "
+           "the control) + the bonus effect (the agent at its α minus at α = 0). Each is the "
+           f"mean paired difference over {over} with its {level:.0%} Student-t interval; bold: "
+           f"Holm-adjusted p below {1 - level:.2g} over these {len(pairs)} distinct differences "
+           "(`rbx.core.stats`).", "",
+           "| " + " | ".join(["agent", "alpha", *rest, "control", "n", *EFFECTS]) + " |",
+           "|" + "---|" * (len(rest) + 4 + len(EFFECTS))]
+  for i, row in rows.items():
+    entries = []
+    for key in row.values():
+      mean, low, high = shown[key]
+      bold = "**" if pairs[key].separated else ""
+      entries.append(f"{bold}{mean}{bold} [{low}, {high}]")
+    lines.append("| " + " | ".join(
+        [results_lib.cell(where[i][f]) for f in ("agent", "alpha", *rest)]
+        + [results_lib.cell(where[cells[i][0]]["agent"]), str(pairs[row[EFFECTS[0]]].n),
+           *entries]) + " |")
   return lines
 
 

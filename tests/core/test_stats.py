@@ -121,3 +121,49 @@ def test_report_compare_over_instances_and_bad_labels(tmp_path, capsys):
     assert cli.main(["report", str(run), "--out", str(tmp_path / "r"), "--compare", *args]) == cli.EXIT_ERROR
     assert message in capsys.readouterr().err
   assert not (tmp_path / "r").exists()                       # refused before writing
+
+
+def test_report_splits_each_schemes_advantage_into_sampling_and_bonus(tmp_path, capsys):
+  # greedy, xpo and vpo at α ∈ {0, 1, 3}, 10 seeds: xpo's sampling moves R(T) by −2, its bonus
+  # by −0.5 α; vpo's sampling by 0, its bonus by +1 (noise 0.2); greedy ignores α
+  rng = np.random.default_rng(1)
+  alphas = np.array([0.0, 1.0, 3.0])
+  base = rng.uniform(20, 30, (1, 1, 10, 1))
+  shift = {"greedy": 0 * alphas, "xpo": -2 - 0.5 * alphas, "vpo": np.where(alphas > 0, 1.0, 0.0)}
+  final = base + np.stack([shift[a] for a in ("greedy", "xpo", "vpo")])[:, :, None, None]
+  final[1:] += rng.normal(0, 0.2, final[1:].shape)
+  final[0] = base                                            # the control: the same at every α
+  coords = {"agent": np.array(["greedy", "xpo", "vpo"]), "alpha": alphas,
+            "seed": np.arange(10), "step": np.array([100])}
+  run = tmp_path / "run"
+  rbx.save(Results(("agent", "alpha", "seed", "step"), coords, recorded=final), run)
+  (run / "config.toml").write_text('family = "rlhf"\nsteps = 100\n')
+  assert cli.main(["report", str(run)]) == 0
+  out = capsys.readouterr().out
+  assert out.startswith("## Sampling and bonus") and "over these 10 distinct differences" in out
+  rows = {tuple(r.split(" | ")[:2]): r.split(" | ")[3:] for r in out.splitlines()
+          if r.startswith(("| xpo", "| vpo", "| greedy"))}
+  assert set(rows) == {("| xpo", "1"), ("| xpo", "3"), ("| vpo", "1"), ("| vpo", "3")}
+  x = final[..., 0]
+  for (agent, alpha), cells in rows.items():
+    a, k = ["greedy", "xpo", "vpo"].index(agent[2:]), int(alpha) // 2 + 1    # α = 1, 3 → 1, 2
+    want = [stats.paired(x[a, k], x[0, k]), stats.paired(x[a, 0], x[0, k]),
+            stats.paired(x[a, k], x[a, 0])]
+    assert cells[0] == "10"
+    for got, c in zip(cells[1:], want):
+      mean, interval = got.rstrip(" |").split(" [")
+      assert float(mean.strip("*")) == pytest.approx(c.mean, abs=1e-3)
+      assert [float(v) for v in interval.rstrip("]").split(", ")] == pytest.approx(
+          [c.low, c.high], abs=1e-3)
+    total, sampling, bonus = (float(g.split(" [")[0].strip("*")) for g in cells[1:])
+    assert total == pytest.approx(sampling + bonus, abs=2e-3)
+  # xpo's sampling and bonus at α = 3 separated (bold); vpo's sampling is not
+  assert rows["| xpo", "3"][2].startswith("**") and rows["| xpo", "3"][3].startswith("**")
+  assert not rows["| vpo", "3"][2].startswith("**")
+  # without α = 0 in the grid there is nothing to split: no section
+  sub = tmp_path / "sub"
+  rbx.save(Results(("agent", "alpha", "seed", "step"), {**coords, "alpha": alphas[1:]},
+                   recorded=final[:, 1:]), sub)
+  (sub / "config.toml").write_text('family = "rlhf"\nsteps = 100\n')
+  assert cli.main(["report", str(sub)]) == 0
+  assert "Sampling and bonus" not in capsys.readouterr().out
