@@ -5,7 +5,8 @@ A sweep is split into work units — one per static grid combination and block o
 (G numeric grid points), lives on the devices from its `init` program through
 ⌈T / chunk⌉ calls of one compiled chunk program (steps t0..t0+chunk−1, t0 traced, so one
 compile serves every chunk; a shorter last chunk compiles once more). Between chunks, in
-Python, the driver records the chunk's regret on the host (`Recorder`), advances the progress
+Python, the driver records the chunk's regret and the environment's named per-step metrics
+(`rbx.core.protocol.add_metrics`, returned by the same program) on the host (`Recorder`), advances the progress
 bar, hands a `Snapshot` of everything to `on_chunk` (the checkpoint) and asks `stop()` whether
 to end early (Ctrl-C); it asks again after every compile, so a stop asked for while XLA
 compiles takes effect as soon as the compile returns, before anything else compiles or runs
@@ -156,10 +157,11 @@ def run(sweep: Sweep, options: Options = Options(), *, mesh=None, start: Snapsho
         length = min(chunk, T - t_done)
         step = programs.get(("chunk", unit.c, unit.seeds.size, length), stop)
         begin = time.perf_counter()
-        carry, regret = step(hp, unit.keys, carry, jnp.int32(t_done + 1))
+        carry, (regret, metrics) = step(hp, unit.keys, carry, jnp.int32(t_done + 1))
         regret = np.asarray(regret)[:, :unit.hi - unit.lo]
+        metrics = {k: np.asarray(v)[:, :unit.hi - unit.lo] for k, v in metrics.items()}
         stats["run_seconds"] += time.perf_counter() - begin
-        recorder.add(unit.c, slice(unit.lo, unit.hi), t_done + 1, regret)
+        recorder.add(unit.c, slice(unit.lo, unit.hi), t_done + 1, regret, metrics)
         t_done += length
         stats["seed_steps"] += regret.size
         bar.advance(regret.size, f"{unit.label} seeds {unit.lo}..{unit.hi - 1} t={t_done}/{T}")
@@ -433,11 +435,12 @@ NO_FIELD = "__no_numeric_field__"      # vmap needs an axis even when no grid fi
 ENV_SEED = "seed"                      # the build's keyword of an instance's environment seed
 
 
-def _regret(transition: protocol.Transition):
-  return transition.regret
+def _records(transition: protocol.Transition):
+  """What a sweep keeps of a step: (the regret, the environment's named metrics)."""
+  return transition.regret, transition.metrics
 
 
-def init_and_chunk(build, fixed, batch, mesh, keep: Callable = _regret):
+def init_and_chunk(build, fixed, batch, mesh, keep: Callable = _records):
   """(init(points, keys) -> carry, chunk(points, keys, carry, t0, length) -> (carry, kept))
   over (G, S): `keys` the seeds' key data (`key_data`), `kept` is `keep(Transition)` of every
   step, leaves (G, S, length, ...); per device when `mesh` is given. The seeds run through

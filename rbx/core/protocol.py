@@ -14,6 +14,10 @@ An environment is a pytree (its arrays may be traced) with gymnax-style pure met
     env_state, obs     = env.observe(key, env_state)
     feedback, regret   = env.feedback(key, env_state, obs, action)
 
+Beside the regret, a family may declare named per-step metrics of its environments
+(`add_metrics`: e.g. the RLHF environments' weak and strong dueling regrets), which every run
+scores in the same program (`Transition.metrics`) and the sweep records beside the regret.
+
 `pair(env, agent, horizon)` is one seed's run as `init(key) -> carry` and
 `step(carry, key, t) -> (carry, Transition)`. Step t (1-based) splits `fold_in(key, t)` into an
 environment key (given to both `observe` and `feedback`) and an agent key (given to both
@@ -49,11 +53,17 @@ class Agent(NamedTuple):
       deploys, which the regret scores), and the state with what the choice computed that
       `update` needs (e.g. NeuralRBMLE-GA's per-arm estimates, NeuralUCB's gradients).
     update: the state after the feedback on `action`.
+    requires: None, or `requires(env)`, called by `pair` with the environment: a ValueError
+      naming what is wrong for an environment the agent cannot run on (e.g. a dueling agent
+      on an instance without a Condorcet winner). It sees the environment's arrays where
+      they are concrete (a sweep's plan, `simulate`: before anything compiles) and should
+      skip value checks on traced ones.
   """
   name: str
   init: Callable[[chex.PRNGKey, Any, int], Any]
   act: Callable[[chex.PRNGKey, Any, Any, Any], tuple[Any, Any]]
   update: Callable[[chex.PRNGKey, Any, Any, Any, Any, Any], Any]
+  requires: Callable[[Any], None] | None = None
 
 
 class Environment(Protocol):
@@ -75,12 +85,42 @@ class Environment(Protocol):
 
 
 class Transition(NamedTuple):
-  """One step as the run saw it: the observation, the action, the feedback and the regret
-  term (a float32 scalar of the family's cumulative regret). Stacked over steps by `rollout`."""
+  """One step as the run saw it: the observation, the action, the feedback, the regret
+  term (a float32 scalar of the family's cumulative regret) and the environment's named
+  per-step metrics (`add_metrics`; {} where it declares none), name -> float32 scalar.
+  Stacked over steps by `rollout`."""
   obs: Any
   action: Any
   feedback: Any
   regret: chex.Array
+  metrics: dict = {}
+
+
+_METRICS: dict[type, Callable[[Any, Any, Any, Any], dict]] = {}
+
+
+def add_metrics(env_type: type, metrics: Callable[[Any, Any, Any, Any], dict]) -> None:
+  """Declares the named per-step metrics of the environments of `env_type` (and of its
+  subclasses): `metrics(env, env_state, obs, action) -> {name: float32 scalar}`, pure and
+  traceable, scored by every run beside the regret (`Transition.metrics`) and recorded by the
+  sweep under each name (`rbx.Results.metric`). A name may not be "regret"."""
+  if not isinstance(env_type, type) or not callable(metrics):
+    raise ValueError(f"add_metrics takes an environment class and a function, got "
+                     f"{env_type!r}, {metrics!r}")
+  _METRICS[env_type] = metrics
+
+
+def step_metrics(env, env_state, obs, action) -> dict:
+  """The named per-step metrics that `add_metrics` declares for `env`'s type (the nearest
+  class in its MRO), as float32 scalars; {} where none are declared."""
+  for cls in type(env).__mro__:
+    if cls in _METRICS:
+      out = _METRICS[cls](env, env_state, obs, action)
+      if "regret" in out:
+        raise ValueError(f"the metrics of {cls.__name__} name one 'regret', which is the "
+                         "regret's own name")
+      return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
+  return {}
 
 
 class Run(NamedTuple):
@@ -95,7 +135,10 @@ class Run(NamedTuple):
 def pair(env: Environment, agent: Agent, horizon: int) -> Run:
   """`agent` on `env` for `horizon` steps as a `Run` (keys as in the module docstring). What
   the agent's functions return is checked as they are traced (`ProtocolError`), at no cost
-  to the compiled program."""
+  to the compiled program; `agent.requires(env)`, if any, is called first."""
+  if agent.requires is not None:
+    agent.requires(env)
+
   def init(key):
     k_env, k_agent = jax.random.split(jax.random.fold_in(key, 0))
     return env.reset(k_env), _call(agent, "init", k_agent, env.spec, horizon)
@@ -112,7 +155,8 @@ def pair(env: Environment, agent: Agent, horizon: int) -> Run:
     feedback, regret = env.feedback(k_env, env_state, obs, action)
     updated = _call(agent, "update", k_agent, state, obs, action, feedback, env.spec)
     _same_state(agent, "update", state, updated)
-    return (env_state, updated), Transition(obs, action, feedback, regret)
+    metrics = step_metrics(env, env_state, obs, action)
+    return (env_state, updated), Transition(obs, action, feedback, regret, metrics)
 
   return Run(init, step)
 
@@ -180,7 +224,8 @@ def _what(x) -> str:
 def scan(run: Run, key: chex.PRNGKey, carry, t0, length: int,
          keep: Callable[[Transition], Any] = lambda transition: transition):
   """Steps t0, …, t0 + length − 1 of `run` from `carry`; returns (carry, `keep` of each
-  step's `Transition`, stacked with leading axis length). The sweep keeps the regret only."""
+  step's `Transition`, stacked with leading axis length). The sweep keeps the regret and the
+  metrics only."""
   def body(c, t):
     c, transition = run.step(c, key, t)
     return c, keep(transition)

@@ -64,6 +64,11 @@ class Results:
     metadata: the run's metadata, when loaded from a run directory.
     runs: for per-agent grids (axis "run"), each run's label -> its fields, e.g.
       {"agent": "boltzmann", "temperature": 5.0}; None for a rectangular grid.
+    metrics: the environment's named per-step metrics recorded beside the regret (e.g.
+      "weak_regret" and "strong_regret" of the RLHF environments:
+      `rbx.core.protocol.add_metrics`), name -> an array laid out as `regret` (every step)
+      or `recorded` (R(t)) is; None or {} when there are none. `metric(name)` is the Results
+      of one of them, with every method of this class.
   """
   axes: tuple[str, ...]
   coords: dict[str, np.ndarray]
@@ -74,10 +79,26 @@ class Results:
   config: dict | None = None
   metadata: dict | None = None
   runs: dict[str, dict[str, Any]] | None = None
+  metrics: dict[str, np.ndarray] | None = None
 
   def __post_init__(self):
     if (self.regret is None) == (self.recorded is None):
       raise ValueError("Results needs exactly one of regret (every step) or recorded (R(t))")
+
+  @property
+  def metric_names(self) -> tuple[str, ...]:
+    """The names of the recorded per-step metrics beside the regret (`metrics`)."""
+    return tuple(self.metrics or ())
+
+  def metric(self, name: str) -> "Results":
+    """The Results of the named metric `name` in place of the regret ("regret": the regret
+    itself): the same axes and recording, so `summary`, `final`, `sel`, `to_dataframe` and
+    the plots read it as they read the regret, e.g. `res.metric("weak_regret").summary()`."""
+    _checks.choice("metric", name, ("regret", *self.metric_names))
+    if name == "regret":
+      return dataclasses.replace(self, metrics=None)
+    field = "regret" if self.regret is not None else "recorded"
+    return dataclasses.replace(self, metrics=None, **{field: self.metrics[name]})
 
   @property
   def cumulative(self) -> np.ndarray:
@@ -145,7 +166,10 @@ class Results:
       if name not in res.axes:
         name, value = RUN, _runs_with(res.coords[RUN], name, value, columns[name])
       array, axes, coords = select(getattr(res, field), res.axes, res.coords, {name: value})
-      res = dataclasses.replace(res, axes=axes, coords=coords, **{field: array})
+      metrics = {k: select(v, res.axes, res.coords, {name: value})[0]
+                 for k, v in (res.metrics or {}).items()}
+      res = dataclasses.replace(res, axes=axes, coords=coords, **{field: array},
+                                metrics=metrics or res.metrics)
     return res
 
   def summary(self) -> Table:
@@ -190,7 +214,8 @@ class Results:
     return dataclasses.replace(
         self, axes=self.axes[:-2] + ("step",), regret=None,
         coords={a: v for a, v in self.coords.items() if a != "seed"},
-        recorded=self.cumulative.mean(axis=-2))
+        recorded=self.cumulative.mean(axis=-2),
+        metrics={k: self.metric(k).cumulative.mean(axis=-2) for k in self.metric_names} or None)
 
   def stuck_fraction(self, threshold: float) -> np.ndarray:
     """The fraction of seeds (over instances, of their instances and seeds) whose regret at
@@ -210,13 +235,19 @@ class Results:
   def to_dataframe(self):
     """A tidy pandas DataFrame: one row per (grid point, seed, recorded step), columns the
     axes, after "run" its runs' fields (`run_columns`: NaN or None where a run has no such
-    field), "regret" (when every step was recorded) and "cumulative". Needs pandas."""
+    field), "regret" (when every step was recorded) and "cumulative", and for each named
+    metric (`metrics`) its own column (every step) and "cumulative_<name>". Needs pandas."""
     pd = _optional("pandas", "to_dataframe")
     cum = self.cumulative
     index = pd.MultiIndex.from_product([self.coords[a] for a in self.axes], names=self.axes)
     columns = {"cumulative": cum.reshape(-1)}
     if self.regret is not None:
       columns = {"regret": self.regret.reshape(-1), **columns}
+    for name in self.metric_names:               # e.g. "weak_regret", "cumulative_weak_regret"
+      each = self.metric(name)
+      if each.regret is not None:
+        columns[name] = each.regret.reshape(-1)
+      columns[f"cumulative_{name}"] = each.cumulative.reshape(-1)
     df = pd.DataFrame(columns, index=index).reset_index()
     for j, (f, values) in enumerate(self.run_columns().items()):
       df.insert(self.axes.index(RUN) + 1 + j, f,
@@ -226,7 +257,8 @@ class Results:
   def to_xarray(self):
     """An xarray Dataset with the named axes as dimensions and coordinates (the runs' fields as
     coordinates along "run": `run_columns`), variables
-    "cumulative" (and "regret" when every step was recorded), the timing as attributes.
+    "cumulative" (and "regret" when every step was recorded), for each named metric
+    "cumulative_<name>" (and "<name>"), the timing as attributes.
     Needs xarray."""
     xr = _optional("xarray", "to_xarray")
     coords = {a: np.asarray(self.coords[a]) for a in self.axes}
@@ -234,6 +266,11 @@ class Results:
     data = {"cumulative": (self.axes, self.cumulative)}
     if self.regret is not None:
       data["regret"] = (self.axes, self.regret)
+    for name in self.metric_names:
+      each = self.metric(name)
+      data[f"cumulative_{name}"] = (self.axes, each.cumulative)
+      if each.regret is not None:
+        data[name] = (self.axes, each.regret)
     return xr.Dataset(data, coords=coords, attrs=dict(self.timing or {}))
 
   def __repr__(self) -> str:
@@ -243,6 +280,9 @@ class Results:
     kept = ("every step's regret" if self.regret is not None
             else f"R(t) at {len(self.coords['step'])} recorded step(s)")
     lines = [f"Results ({sizes}; {kept}{'' if self.complete else '; partial'})"]
+    if self.metric_names:
+      lines.append(f"  metrics beside the regret: {', '.join(self.metric_names)} "
+                   "(res.metric(name))")
     width = max(len(a) for a in self.axes)
     lines += [f"  {a:<{width}}  {_values(self.coords[a], sep='; ' if a == RUN else ', ')}"
               for a in self.axes]
@@ -336,11 +376,15 @@ def _runs_with(labels: np.ndarray, name: str, value, column: list):
 
 
 def from_records(grid: Grid, seeds: np.ndarray, recorder: Recorder, data: np.ndarray,
-                 instances: np.ndarray | None = None, **extra) -> Results:
+                 instances: np.ndarray | None = None,
+                 metrics: dict[str, np.ndarray] | None = None, **extra) -> Results:
   """Results from a recorder's layout and (gathered) `data` (num_combos, G, S, R) — with
   `instances` (their seeds, (I,)) (num_combos, G·I, S, R), the axis "instance" before
-  "seed"; `extra` sets timing, complete, config, metadata, runs."""
+  "seed"; `metrics`, the named metrics laid out as `data` (default the recorder's own);
+  `extra` sets timing, complete, config, metadata, runs."""
   arranged = arrange(grid, data, instances)
+  metrics = recorder.metrics if metrics is None else metrics
+  extra["metrics"] = {k: arrange(grid, v, instances) for k, v in metrics.items()} or None
   inner = () if instances is None else (INSTANCE,)
   axes = grid.fields + inner + ("seed", "step")
   coords = {**grid.coords(), **({} if instances is None else {INSTANCE: np.asarray(instances)}),

@@ -238,13 +238,16 @@ def run(plan: Plan, seeds: int | Sequence[int], options: RunOptions = RunOptions
                 seed_steps=int(stats["seed_steps"]),
                 seed_steps_per_second=stats["seed_steps"] / max(stats["run_seconds"], 1e-12),
                 seed_batch=choice.seed_batch, seed_batch_reason=choice.reason)
-  data = out.recorder.data if not out.complete else devices_lib.gather(out.recorder.data,
-                                                                       seeds.size, axis=2)
+  gather = ((lambda x: x) if not out.complete
+            else lambda x: devices_lib.gather(x, seeds.size, axis=2))
+  data = gather(out.recorder.data)
+  metrics = {k: gather(v) for k, v in out.recorder.metrics.items()}
   if options.compiles is not None:
     options.compiles.extend(out.compiles)
   local = seeds if out.complete else work.seeds
   return from_records(work.grid, local, out.recorder, data, timing=timing,
-                      complete=out.complete, runs=plan.runs, instances=work.instances)
+                      complete=out.complete, runs=plan.runs, instances=work.instances,
+                      metrics=metrics)
 
 
 def _driver_options(plan: Plan, options: RunOptions) -> driver.Options:

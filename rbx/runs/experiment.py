@@ -154,8 +154,8 @@ def _resume(directory: Path, progress, echo) -> str:
         f"resume with the same (set devices = {meta['devices']} in the config)")
   carry = [arrays[f"carry.{i}"] for i in range(meta["leaves"])] if meta["leaves"] else None
   start = driver.Snapshot(meta["unit"], meta["t"], carry,
-                          {"data": arrays["records.data"], "cum": arrays["records.cum"]},
-                          meta["stats"])
+                          {k[len("records."):]: v for k, v in arrays.items()
+                           if k.startswith("records.")}, meta["stats"])
   echo(f"resuming {directory} at work unit {start.unit}, step {start.t}")
   return _execute(config, directory, start, progress, echo)
 
@@ -176,8 +176,7 @@ def _execute(config, directory: Path, start, progress, echo) -> str:
 
   def save(snapshot: driver.Snapshot) -> None:
     arrays = {f"carry.{i}": leaf for i, leaf in enumerate(snapshot.carry or [])}
-    arrays["records.data"] = snapshot.records["data"]
-    arrays["records.cum"] = snapshot.records["cum"]
+    arrays.update({f"records.{k}": v for k, v in snapshot.records.items()})
     checkpoint.save(path, arrays, {
         "unit": snapshot.unit, "t": snapshot.t, "leaves": len(snapshot.carry or []),
         "stats": snapshot.stats, "digest": digest, "devices": n_dev,
@@ -371,14 +370,17 @@ def merge(directories, out: str | os.PathLike, echo: Callable[[str], None] = pri
   order = np.argsort(seeds, kind="stable")
   field = "regret" if slices[0].regret is not None else "recorded"
   axis = slices[0].axes.index("seed")
-  joined = np.take(np.concatenate([getattr(res, field) for res in slices], axis=axis), order,
-                   axis=axis)
+  join = lambda arrays: np.take(np.concatenate(arrays, axis=axis), order, axis=axis)
+  joined = join([getattr(res, field) for res in slices])
+  metrics = {k: join([res.metrics[k] for res in slices]) for k in slices[0].metric_names
+             if all(k in res.metric_names for res in slices)} or None
   metas = [res.metadata for res in slices]
   timing = {k: sum(res.timing[k] for res in slices)
             for k in ("compile_seconds", "run_seconds", "seed_steps")}
   timing["seed_steps_per_second"] = timing["seed_steps"] / max(timing["run_seconds"], 1e-12)
   merged = Results(slices[0].axes, {**slices[0].coords, "seed": seeds[order]},
-                               **{field: joined}, timing=timing, runs=slices[0].runs)
+                               **{field: joined}, timing=timing, runs=slices[0].runs,
+                               metrics=metrics)
 
   config = {**configs[0], "seeds": _seeds_value(seeds[order])}
   config.pop("out", None)

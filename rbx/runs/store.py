@@ -5,7 +5,9 @@ A run directory holds
   config.toml     the config as run
   metadata.json   versions, devices, times, compile time, seed-steps/s, status
   results.npz     the records: `regret` (per step, float32) or `cumulative` (R(t), float64),
-                  shape (*grid, seed, step), and every axis's coordinates as `coord.<axis>`
+                  shape (*grid, seed, step), the named per-step metrics recorded beside it
+                  (`Results.metrics`) as `metric.<name>` in the same layout, and every
+                  axis's coordinates as `coord.<axis>`
   results.json    the axes, their coordinates and each array's axes, shape and dtype; for
                   per-agent grids also "runs", each run's label -> its fields
 
@@ -46,6 +48,7 @@ def save(results: Results, directory: str | os.PathLike, overwrite: bool = False
   directory.mkdir(parents=True, exist_ok=True)
   arrays = ({"regret": results.regret} if results.regret is not None
             else {"cumulative": results.recorded})
+  arrays.update({f"metric.{k}": v for k, v in (results.metrics or {}).items()})
   index = {
       "axes": list(results.axes),
       "coords": {a: [plain(v) for v in results.coords[a]] for a in results.axes},
@@ -78,6 +81,7 @@ def load(directory: str | os.PathLike) -> Results:
   with np.load(directory / ARRAYS, allow_pickle=False) as f:
     arrays = {"regret" if "regret" in f.files else "recorded":
               f["regret"] if "regret" in f.files else f["cumulative"]}
+    metrics = {k[len("metric."):]: f[k] for k in f.files if k.startswith("metric.")}
   config = tomllib.loads((directory / CONFIG).read_text()) if (directory / CONFIG).is_file() else None
   metadata = read_json(directory / METADATA) if (directory / METADATA).is_file() else None
   runs = index.get("runs")
@@ -87,7 +91,7 @@ def load(directory: str | os.PathLike) -> Results:
       runs = None
   return Results(axes, coords, **arrays, timing=index.get("timing"),
                  complete=index.get("complete", True), config=config, metadata=metadata,
-                 runs=runs)
+                 runs=runs, metrics=metrics or None)
 
 
 def write_json(path: Path, obj) -> None:
