@@ -97,12 +97,45 @@ def _copeland(P: chex.Array) -> chex.Array:
   return jnp.sum(P > 0.5, axis=-1)
 
 
+def _gamma(key: chex.PRNGKey, shape: chex.Array) -> chex.Array:
+  """Gamma(shape, 1) draws for shapes ≥ 1 by Marsaglia and Tsang's rejection method ("A
+  simple method for generating gamma variables", ACM TOMS 2000): d = shape − 1/3,
+  c = 1/√(9d); x ~ N(0, 1), v = (1 + c x)³, accept d·v when v > 0 and
+  ln u < x²/2 + d − d v + d ln v (u ~ U[0, 1)). Every element proposes once per round, from
+  round i's key `fold_in(key, i)`, and keeps its first accepted proposal, so its draw is
+  exact and independent of how many rounds the others need (under vmap the loop runs until
+  every lane has accepted: ~4 rounds for 10^4 draws at an acceptance rate ≥ 0.95).
+  `jax.random.gamma` draws the same law ~3× slower on a CPU (one loop per element)."""
+  d = shape - 1.0 / 3.0
+  c = 1.0 / jnp.sqrt(9.0 * d)
+
+  def propose(carry):
+    i, done, value = carry
+    k_x, k_u = jax.random.split(jax.random.fold_in(key, i))
+    x = jax.random.normal(k_x, shape.shape)
+    v = (1.0 + c * x) ** 3
+    log_u = jnp.log(jax.random.uniform(k_u, shape.shape))
+    ok = (v > 0) & (log_u < 0.5 * x * x + d - d * v + d * jnp.log(jnp.where(v > 0, v, 1.0)))
+    return i + 1, done | ok, jnp.where(ok & ~done, d * v, value)
+
+  start = (jnp.int32(0), jnp.zeros(shape.shape, bool), jnp.zeros(shape.shape, jnp.float32))
+  return jax.lax.while_loop(lambda carry: ~jnp.all(carry[1]), propose, start)[2]
+
+
+def _beta(key: chex.PRNGKey, a: chex.Array, b: chex.Array) -> chex.Array:
+  """Beta(a, b) draws (a, b ≥ 1) as X / (X + Y), X ~ Gamma(a), Y ~ Gamma(b) (`_gamma`)."""
+  k_a, k_b = jax.random.split(key)
+  x, y = _gamma(k_a, a), _gamma(k_b, b)
+  return x / (x + y)
+
+
 def _posterior_sample(key: chex.PRNGKey, W: chex.Array) -> chex.Array:
-  """θ ~ Beta(W + 1, Wᵀ + 1) as in the module docstring, (A, A)."""
+  """θ ~ Beta(W + 1, Wᵀ + 1) as in the module docstring, (A, A): one draw per pair i < j."""
   A = W.shape[0]
-  draw = jax.random.beta(key, W + 1.0, W.T + 1.0)
-  i, j = jnp.arange(A)[:, None], jnp.arange(A)[None, :]
-  return jnp.where(i < j, draw, jnp.where(i > j, 1.0 - draw.T, 0.5))
+  i, j = (jnp.asarray(v) for v in np.triu_indices(A, 1))
+  draw = _beta(key, W[i, j] + 1.0, W[j, i] + 1.0)
+  upper = jnp.full((A, A), 0.5).at[i, j].set(draw)
+  return jnp.where(jnp.arange(A)[:, None] > jnp.arange(A)[None, :], 1.0 - upper.T, upper)
 
 
 def _pick_max(key: chex.PRNGKey, scores: chex.Array, allowed: chex.Array | None = None):
@@ -331,7 +364,7 @@ def double_ts(exploratory_constant=0.51) -> Agent:
     U, L = _bounds(W, state.steps[x] + 1, alpha)
     upper = _copeland(U)
     a1 = _pick_max(k_a1, _copeland(_posterior_sample(k_theta1, W)), upper == jnp.max(upper))
-    theta2 = jax.random.beta(k_theta2, W[:, a1] + 1.0, W[a1, :] + 1.0)
+    theta2 = _beta(k_theta2, W[:, a1] + 1.0, W[a1, :] + 1.0)
     theta2 = jnp.where(jnp.arange(A) == a1, 0.5, theta2)
     a2 = _pick_max(k_a2, theta2, L[:, a1] <= 0.5)
     return state, Query(a1, a2, _copeland_policy(state.wins))
