@@ -145,6 +145,17 @@ def reward_range(table: chex.Array) -> tuple[chex.Array, chex.Array]:
 
 
 @jax.jit
+def scaled_rewards(psi: chex.Array, theta: chex.Array, r_max) -> chex.Array:
+  """The true reward per token R = θ̃ᵀψ (X, L, V+1, V) from token features ψ (X, L, V+1, V, d)
+  and θ̃ (d,), θ* already scaled by r_max/(M − m), plus the scaling's offset −min_{x,y} θ̃ᵀφ
+  (a min-plus pass) on position 1 (every previous-token row; only BOS's is read): r* =
+  Σ_l R ∈ [0, r_max]. r_max/2 there when r* is constant (θ̃ = 0)."""
+  scores = psi @ theta
+  low = jnp.min(-_max_plus(-scores))
+  return scores.at[:, 0].add(jnp.where(jnp.any(theta != 0), -low, 0.5 * r_max))
+
+
+@jax.jit
 def _soft_bellman(rewards, log_ref, beta):
   """(β V_0(BOS) (X,), log π* (X, L, V+1, V)) by the backward pass, V_L = 0:
   Q_l(p, t) = log π_ref(t | l, p) + R(l, p, t)/β + V_{l+1}(t), V_l(p) = logsumexp_t Q_l(p, t),
@@ -162,11 +173,26 @@ def _soft_bellman(rewards, log_ref, beta):
   return beta * v0[:, V], jnp.moveaxis(log_star, 0, 1)
 
 
+def along(table: chex.Array, xs: chex.Array, tokens: chex.Array) -> chex.Array:
+  """Σ_l table[x_i, l, y_{i,l−1}, y_{i,l}] of given answers (y_0 = BOS = V), one gather.
+
+  Args:
+    table: per-token values, (X, L, V+1, V): rewards, log-probabilities.
+    xs: prompts, (n,). tokens: the answers, (n, L) int.
+  Returns:
+    (n,): r*(x, y) of token rewards, log π(y|x) of conditionals.
+  """
+  V = table.shape[-1]
+  previous = jnp.concatenate([jnp.full_like(tokens[:, :1], V), tokens[:, :-1]], axis=1)
+  return jnp.sum(table[xs[:, None], jnp.arange(tokens.shape[1]), previous, tokens], axis=1)
+
+
 @jax.jit
-def _expectation(log_pi, table):
-  """E_π[Σ_l table[x, l, y_{l−1}, y_l]] of the Markov π, (X,), by the forward pass over the
-  previous token's marginal m_l (m_0 = δ_BOS): q_l(p, t) = m_l(p) π(t | l, p), the position's
-  term Σ_{p,t} q_l(p, t) table[l, p, t] (0 where q_l = 0), m_{l+1}(t) = Σ_p q_l(p, t)."""
+def expectation(log_pi: chex.Array, table: chex.Array) -> chex.Array:
+  """E_π[Σ_l table[x, l, y_{l−1}, y_l]] of the Markov π given by its conditionals log_pi
+  (X, L, V+1, V), (X,), by the forward pass over the previous token's marginal m_l
+  (m_0 = δ_BOS): q_l(p, t) = m_l(p) π(t | l, p), the position's term Σ_{p,t} q_l(p, t)
+  table[l, p, t] (0 where q_l = 0), m_{l+1}(t) = Σ_p q_l(p, t). Differentiable in both."""
   X, _, V1, V = log_pi.shape
   start = jnp.broadcast_to(jax.nn.one_hot(V, V1, dtype=log_pi.dtype), (X, V1))
 
@@ -183,16 +209,21 @@ def _expectation(log_pi, table):
 @jax.jit
 def _value(log_pi, truth: TokenTruth):
   """`value` after its checks."""
-  return _expectation(log_pi, truth.token_rewards
-                      - truth.beta * (log_pi - truth.ref_log_probs))
+  return expectation(log_pi, truth.token_rewards - truth.beta * (log_pi - truth.ref_log_probs))
 
 
 @jax.jit
 def _regret(log_pi, truth: TokenTruth):
   """`markov_regret` after its checks."""
   _, log_star = _soft_bellman(truth.token_rewards, truth.ref_log_probs, truth.beta)
-  kl = _expectation(log_pi, log_pi - log_star)
-  return jnp.dot(truth.rho, truth.beta * jnp.maximum(kl, 0.0))
+  return regret_to(log_pi, log_star, truth.rho, truth.beta)
+
+
+def regret_to(log_pi: chex.Array, log_star: chex.Array, rho: chex.Array, beta) -> chex.Array:
+  """Σ_x ρ(x) β KL(π ‖ π*)(x) of Markov π and π* given by their conditionals, both
+  (X, L, V+1, V): `markov_regret` with π*'s conditionals computed once (`optimal_value`)."""
+  kl = expectation(log_pi, log_pi - log_star)
+  return jnp.dot(rho, beta * jnp.maximum(kl, 0.0))
 
 
 def optimal_value(env) -> tuple[chex.Array, chex.Array]:

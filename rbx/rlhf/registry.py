@@ -26,7 +26,7 @@ import jax
 
 from rbx import _checks, schedules
 from rbx.core import registry as reg
-from rbx.rlhf import analysis, assumptions, contextual, env as env_lib, schemes, sequences
+from rbx.rlhf import analysis, assumptions, contextual, env as env_lib, schemes, sequences, tokens
 from rbx.rlhf.learners import CLASSES, PolicyClass, agent_name
 from rbx.rlhf.learners import dueling as dueling_agents
 from rbx.rlhf.solver import SolverConfig
@@ -72,9 +72,22 @@ def cpu_seed_batch(env) -> int:
   last padded: `rbx.core.batching`), so a larger one costs small runs their padding: 16 is
   within 7% of the best at A = 10 and 50, where 64 seeds ran at 0.95× and 0.8× the best (A = 3,
   tiny, runs 0.63× as fast as at 64; `python -m benchmarks.profiles.solver_profile
-  --seed-batch`, benchmarks/README.md)."""
+  --seed-batch`, benchmarks/README.md). Answers as tokens (`tokens.TokenEnv`): seeds × the
+  conditionals' tables ≤ 2^20 floats (each (X, L, V+1, V); `token_tables`)."""
+  if isinstance(env, tokens.TokenEnv):
+    return 1 << max(0, min(4, (2 ** 20 // token_tables(env)).bit_length() - 1))
   per_seed = env.num_prompts * env.num_actions ** 2
   return 1 << max(0, min(4, (2 ** 16 // per_seed).bit_length() - 1))
+
+
+_TABLES = 6       # a token step's conditionals tables per seed: deployed, DPO's with its
+                  # gradient, the bonus's with its gradient, π_cal's
+
+
+def token_tables(env) -> int:
+  """Floats of the per-token tables a sequence agent's step holds per seed on a `TokenEnv`:
+  `_TABLES` × |X|·L·(V+1)·V."""
+  return _TABLES * env.num_prompts * env.length * (env.vocab + 1) * env.vocab
 
 
 _TRIALS = 8       # points a solver step holds per start: the current one and 5–7 trial points
@@ -84,7 +97,10 @@ def step_bytes(env, state: int) -> int:
   """Bytes a step holds per seed beyond its state, at most: the exact agents' solver holds
   float32 (A, A) arrays for each of `SolverConfig().starts` starts × `_TRIALS` points at
   every prompt, |X| × starts × 8 × A² floats. The linear agents' starts hold (X, A) arrays
-  (the features φ are the task's, shared by the seeds), the practical agents' policies less."""
+  (the features φ are the task's, shared by the seeds), the practical agents' policies less.
+  On a `tokens.TokenEnv`: the sequence agents' tables, 4 × `token_tables` bytes."""
+  if isinstance(env, tokens.TokenEnv):
+    return 4 * token_tables(env)
   return 4 * SolverConfig().starts * _TRIALS * env.num_prompts * env.num_actions ** 2
 
 
@@ -98,7 +114,7 @@ def control(agent: str) -> str | None:
 
 
 FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.ContextualPreferenceEnv,
-                                       sequences.SequenceEnv),
+                                       sequences.SequenceEnv, tokens.TokenEnv),
                     cpu_seed_batch=cpu_seed_batch, cpu_rule="seeds × |X| × A² ≤ 2^16",
                     step_bytes=step_bytes, prepare=prepare,
                     reference_exponent=analysis.paper_exponent, control=control)
@@ -139,25 +155,27 @@ FAMILY.env("contextual", _contextual, {
 
 
 def _sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.5, r_max=4.0, deviation=1.0,
-               seed=0, learner_r_max=None):
+               seed=0, learner_r_max=None, enumerate=None):
   """`random_sequences` from an integer seed (its key)."""
   return sequences.random_sequences(jax.random.key(seed), num_prompts, vocab, length, dim, beta,
-                                    r_max, deviation, learner_r_max)
+                                    r_max, deviation, learner_r_max, enumerate)
 
 
 def _hard_sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.25, r_max=6.0,
-                    epsilon=0.02, seed=0, learner_r_max=None):
+                    epsilon=0.02, seed=0, learner_r_max=None, enumerate=None):
   """`hard_sequences` from an integer seed (its key)."""
   return sequences.hard_sequences(jax.random.key(seed), num_prompts, vocab, length, dim, beta,
-                                  r_max, epsilon, learner_r_max)
+                                  r_max, epsilon, learner_r_max, enumerate)
 
 
 SEQUENCE_ENV = {
     "num_prompts": reg.integer(1), "vocab": reg.integer(2, doc="V, the tokens"),
-    "length": reg.integer(1, doc="L, the tokens per answer (V^L <= 65,536 answers)"),
+    "length": reg.integer(1, doc="L, the tokens per answer"),
     "dim": reg.integer(1, doc="the feature dimension d"),
     "beta": reg.real(doc="the KL weight β > 0"), "r_max": ENV_RMAX,
-    "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER}
+    "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER,
+    "enumerate": reg.boolean(doc="enumerate the V^L answers (default: where V^L <= 65,536; "
+                             "else answers are token arrays, rbx.rlhf.tokens)")}
 FAMILY.env("sequences", _sequences,
            {**SEQUENCE_ENV, "deviation": reg.real(doc="π_ref's per-token distance from r*")})
 FAMILY.env("hard_sequences", _hard_sequences,

@@ -25,7 +25,9 @@ positions, O(|X|·L·V²) (`rbx.rlhf.markov`, exported here: `optimal_value`, `v
 conditionals (X, L, V+1, V) that way.
 
 **Size.** The enumeration holds φ, |X|·V^L·d float32s (64 prompts, V^L = 65,536 and d = 16:
-268 MB), and every policy evaluation |X|·V^L log-probabilities; V^L ≤ `MAX_ANSWERS`.
+268 MB), and every policy evaluation |X|·V^L log-probabilities; V^L ≤ `MAX_ANSWERS`. Beyond it
+(or with `enumerate=False`) the constructors build a `rbx.rlhf.tokens.TokenEnv` of the same
+model: answers as token arrays, the truth and the regret by the recursions only.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import _checks
-from rbx.rlhf import contextual, env as env_lib, markov
+from rbx.rlhf import contextual, env as env_lib, markov, tokens as tokens_lib
 from rbx.rlhf.markov import TokenTruth, markov_regret, optimal_value, reward_range, value
 
 MAX_ANSWERS = 65_536
@@ -51,11 +53,12 @@ def answers(vocab: int, length: int) -> chex.Array:
   Raises:
     ValueError naming vocab or length: V ≥ 2, L ≥ 1, V^L ≤ `MAX_ANSWERS`.
   """
-  _checks.positive_int("vocab", vocab, low=2)
-  _checks.positive_int("length", length)
+  tokens_lib.check_sizes(vocab, length)
   if vocab ** length > MAX_ANSWERS:
     raise ValueError(f"vocab ** length must be <= {MAX_ANSWERS:,} (the answers are enumerated), "
-                     f"got vocab={vocab}, length={length}: {vocab ** length:,} answers")
+                     f"got vocab={vocab}, length={length}: {vocab ** length:,} answers; "
+                     "enumerate=False builds the environment over token arrays "
+                     "(rbx.rlhf.tokens)")
   digits = np.arange(vocab ** length)[:, None] // vocab ** np.arange(length - 1, -1, -1)
   return jnp.asarray(digits % vocab, jnp.int32)
 
@@ -161,7 +164,12 @@ class SequenceEnv(NamedTuple):
     previous-token row; only BOS's is read); r_max/2 there when r* is constant (θ̃ = 0).
     O(|X|·L·V²·d), nothing over the answers.
     """
-    return _token_rewards(self.token_features, self.context.theta_star, self.r_max)
+    return markov.scaled_rewards(self.token_features, self.context.theta_star, self.r_max)
+
+  @property
+  def theta_star(self) -> chex.Array:
+    """θ* scaled as r* is, (d,)."""
+    return self.context.theta_star
 
   @property
   def r_max(self) -> chex.Array:
@@ -200,16 +208,20 @@ class SequenceEnv(NamedTuple):
     return a1_wins, markov_regret(self, query.log_pi)
 
 
-@jax.jit
-def _token_rewards(psi, theta, r_max):
-  """`SequenceEnv.token_rewards` from ψ (X, L, V+1, V, d), the scaled θ̃ (d,) and r_max."""
-  scores = psi @ theta                                              # θ̃ᵀψ, (X, L, V+1, V)
-  low = jnp.min(reward_range(scores)[0])                            # min_{x,y} θ̃ᵀφ(x, y)
-  return scores.at[:, 0].add(jnp.where(jnp.any(theta != 0), -low, 0.5 * r_max))
+def enumerates(vocab: int, length: int, enumerate: bool | None) -> bool:
+  """Whether the environment enumerates its V^L answers: `enumerate`, or where None (the
+  default) V^L ≤ `MAX_ANSWERS`. ValueError naming vocab, length or enumerate."""
+  tokens_lib.check_sizes(vocab, length)
+  if enumerate is None:
+    return vocab ** length <= MAX_ANSWERS
+  if not isinstance(enumerate, bool):
+    raise ValueError(f"enumerate must be True, False or None, got {enumerate!r}")
+  return enumerate
 
 
-def with_reference(env: SequenceEnv, ref_logits) -> SequenceEnv:
-  """`env` with π_ref(y_l | x, l, y_{l−1}) = softmax(ref_logits[x, l, y_{l−1}])(y_l).
+def with_reference(env, ref_logits):
+  """`env` with π_ref(y_l | x, l, y_{l−1}) = softmax(ref_logits[x, l, y_{l−1}])(y_l) (a
+  `TokenEnv`: `rbx.rlhf.tokens.with_reference`).
 
   Args:
     ref_logits: per-token logits, (X, L, V+1, V), finite.
@@ -217,6 +229,8 @@ def with_reference(env: SequenceEnv, ref_logits) -> SequenceEnv:
     ValueError naming ref_logits (shape, non-finite) or pi_ref (an answer's probability
     underflows to 0 in float32).
   """
+  if isinstance(env, tokens_lib.TokenEnv):
+    return tokens_lib.with_reference(env, ref_logits)
   logits = jnp.asarray(ref_logits, jnp.float32)
   _checks.shape("ref_logits", logits, env.ref_log_probs.shape)
   if _checks.is_concrete(logits) and not np.isfinite(np.asarray(logits)).all():
@@ -229,8 +243,10 @@ def with_reference(env: SequenceEnv, ref_logits) -> SequenceEnv:
 
 
 def make_sequences(token_features, theta_star, beta, r_max, ref_logits=None, rho=None,
-                   learner_r_max=None) -> SequenceEnv:
-  """Builds and validates a sequence environment from token features and θ*.
+                   learner_r_max=None, enumerate: bool | None = None):
+  """Builds and validates a sequence environment from token features and θ*: a `SequenceEnv`
+  over the enumerated answers, or with `enumerate=False` (default: beyond `MAX_ANSWERS`) a
+  `rbx.rlhf.tokens.TokenEnv` over token arrays (`tokens.make_tokens`, the same r* and π_ref).
 
   φ(x, y) = Σ_l ψ(x, l, y_{l−1}, y_l) over the enumerated answers, and r* from φ and θ* as
   `rbx.rlhf.make_contextual` scales it (r* = r_max (θ*ᵀφ − m)/(M − m)). ψ[:, 0] is read at
@@ -247,6 +263,7 @@ def make_sequences(token_features, theta_star, beta, r_max, ref_logits=None, rho
     ref_logits: π_ref's per-token logits (X, L, V+1, V) (`with_reference`); default uniform.
     rho: the prompt distribution, (X,); default uniform.
     learner_r_max: the learner's bound ≥ r_max (default r_max).
+    enumerate: True, False, or None (the default): enumerate where V^L ≤ `MAX_ANSWERS`.
   Raises:
     ValueError naming the field, for any bad input (before anything compiles).
   """
@@ -256,6 +273,8 @@ def make_sequences(token_features, theta_star, beta, r_max, ref_logits=None, rho
   if psi.ndim != 5 or psi.shape[2] != psi.shape[3] + 1:
     raise ValueError(f"token_features must have shape (X, L, V+1, V, d), got {psi.shape}")
   X, L, _, V, d = psi.shape
+  if not enumerates(V, L, enumerate):
+    return tokens_lib.make_tokens(psi, theta_star, beta, r_max, ref_logits, rho, learner_r_max)
   if X < 1 or d < 1:
     raise ValueError(f"token_features must have X >= 1 prompts and d >= 1, got {psi.shape}")
   tokens = answers(V, L)
@@ -265,21 +284,22 @@ def make_sequences(token_features, theta_star, beta, r_max, ref_logits=None, rho
   return env if ref_logits is None else with_reference(env, ref_logits)
 
 
-def _random_tokens(key, num_prompts, vocab, length, dim, beta, r_max):
+def _random_tokens(key, num_prompts, vocab, length, dim, beta, r_max, enumerate):
   """(ψ ~ N(0, I_d/d) of shape (X, L, V+1, V, d), θ* ~ N(0, I_d)), after validating the sizes
   and β, r_max (before anything is drawn)."""
   _checks.positive("beta", beta)
   _checks.positive("r_max", r_max)
   _checks.positive_int("num_prompts", num_prompts)
   _checks.positive_int("dim", dim)
-  answers(vocab, length)                                            # vocab, length, the cap
+  if enumerates(vocab, length, enumerate):
+    answers(vocab, length)                                          # the cap
   k1, k2 = jax.random.split(key)
   psi = jax.random.normal(k1, (num_prompts, length, vocab + 1, vocab, dim)) / np.sqrt(dim)
   return psi, jax.random.normal(k2, (dim,))
 
 
 def random_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: int, dim: int,
-                     beta, r_max, deviation=1.0, learner_r_max=None) -> SequenceEnv:
+                     beta, r_max, deviation=1.0, learner_r_max=None, enumerate=None):
   """A random sequence environment: ψ ~ N(0, I_d/d), θ* ~ N(0, I_d), uniform ρ.
 
   π_ref(y_l | x, l, y_{l−1}) ∝ exp((1 − deviation) θ̃ᵀψ(x, l, y_{l−1}, y_l)) with θ̃ the scaled
@@ -289,15 +309,16 @@ def random_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: in
 
   Args:
     key: the instance's key.
-    num_prompts, vocab, length, dim: |X| ≥ 1, V ≥ 2, L ≥ 1 (V^L ≤ `MAX_ANSWERS`), d ≥ 1.
-    beta, r_max, learner_r_max: as `make_sequences`. deviation: in [0, 2].
+    num_prompts, vocab, length, dim: |X| ≥ 1, V ≥ 2, L ≥ 1, d ≥ 1.
+    beta, r_max, learner_r_max, enumerate: as `make_sequences`. deviation: in [0, 2].
   """
   _checks.in_range("deviation", deviation, 0.0, 2.0)
-  psi, theta = _random_tokens(key, num_prompts, vocab, length, dim, beta, r_max)
-  env = make_sequences(psi, theta, beta, r_max, learner_r_max=learner_r_max)
+  psi, theta = _random_tokens(key, num_prompts, vocab, length, dim, beta, r_max, enumerate)
+  env = make_sequences(psi, theta, beta, r_max, learner_r_max=learner_r_max,
+                       enumerate=enumerate)
   if _checks.is_concrete(deviation) and float(deviation) == 1.0:
     return env
-  return with_reference(env, (1.0 - deviation) * (psi @ env.context.theta_star))
+  return with_reference(env, (1.0 - deviation) * (psi @ env.theta_star))
 
 
 def best_answers(env: SequenceEnv) -> chex.Array:
@@ -306,7 +327,7 @@ def best_answers(env: SequenceEnv) -> chex.Array:
 
 
 def hard_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: int, dim: int,
-                   beta, r_max, epsilon, learner_r_max=None) -> SequenceEnv:
+                   beta, r_max, epsilon, learner_r_max=None, enumerate=None):
   """Example 2 over sequences: a best answer y*(x) per prompt that π_ref all but hides.
 
   y*(x) is drawn uniformly; the first token feature is the indicator ψ₀(x, l, ·, y_l) =
@@ -326,15 +347,17 @@ def hard_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: int,
 
   Args:
     epsilon: ε in (0, 1) (y*'s tokens are the least likely ones for ε < 1/V).
-    the others: as `random_sequences`.
+    the others: as `random_sequences` (y*(x) is the same draw with or without the
+      enumeration).
   """
   if _checks.is_concrete(epsilon) and not 0.0 < float(epsilon) < 1.0:
     raise ValueError(f"epsilon must lie in (0, 1), got {epsilon}")
   k1, k2 = jax.random.split(key)
-  psi, _ = _random_tokens(k1, num_prompts, vocab, length, dim, beta, r_max)
+  psi, _ = _random_tokens(k1, num_prompts, vocab, length, dim, beta, r_max, enumerate)
   best = jax.random.randint(k2, (num_prompts, length), 0, vocab)          # y*(x), (X, L)
   on_best = jax.nn.one_hot(best, vocab)[:, :, None, :]                    # (X, L, 1, V)
   psi = psi.at[..., 0].set(jnp.broadcast_to(on_best, psi.shape[:-1]))
-  env = make_sequences(psi, jax.nn.one_hot(0, dim), beta, r_max, learner_r_max=learner_r_max)
+  env = make_sequences(psi, jax.nn.one_hot(0, dim), beta, r_max, learner_r_max=learner_r_max,
+                       enumerate=enumerate)
   p = jnp.where(on_best > 0, epsilon, (1.0 - epsilon) / (vocab - 1))
   return with_reference(env, jnp.broadcast_to(jnp.log(p), env.ref_log_probs.shape))

@@ -202,8 +202,8 @@ def dpo_loss(log_pi: chex.Array, log_ref: chex.Array, wins: chex.Array, beta) ->
 
 
 class Comparisons(NamedTuple):
-  """The comparisons D^(t) one by one: prompt x_i, winner a+_i and loser a−_i, each (T,) int32,
-  of which the first `count` are filled (the rest are masked).
+  """The comparisons D^(t) one by one: prompt x_i, winner a+_i and loser a−_i, each (T,) int32
+  (answers as tokens: (T, L)), of which the first `count` are filled (the rest are masked).
 
   The capacity T is the horizon the agent's `init` receives, so a run of that many rounds
   never overflows; past it `add` drops the comparison (an out-of-bounds write) but `count`
@@ -215,9 +215,12 @@ class Comparisons(NamedTuple):
   count: chex.Array
 
   @classmethod
-  def empty(cls, capacity: int) -> Comparisons:
+  def empty(cls, capacity: int, length: int | None = None) -> Comparisons:
+    """An empty buffer of `capacity` rows; answers as indices, or as `length` tokens each
+    (winner and loser (T, length), `rbx.rlhf.tokens`)."""
     zeros = jnp.zeros(capacity, jnp.int32)
-    return cls(zeros, zeros, zeros, jnp.zeros((), jnp.int32))
+    answers = zeros if length is None else jnp.zeros((capacity, length), jnp.int32)
+    return cls(zeros, answers, answers, jnp.zeros((), jnp.int32))
 
   def add(self, x, winner, loser) -> Comparisons:
     """The buffer with (x, a+, a−) written at row `count`."""

@@ -9,15 +9,21 @@ reward β log π_θ(y|x)/π_ref(y|x) of whole answers).
 """
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from rbx import _checks, schedules
 from rbx.core import registry as reg
 from rbx.core.protocol import Agent
 from rbx.rlhf import schemes
+from rbx.rlhf.env import Query
+from rbx.rlhf.markov import along, expectation
+from rbx.rlhf.tokens import TokenTask
 from rbx.rlhf.learners import practical
 from rbx.rlhf.learners.base import PolicyClass, agent_name
 from rbx.rlhf.learners.policies import Policy
@@ -27,14 +33,14 @@ from rbx.rlhf.learners.policies import Policy
 # sample themselves.
 
 def _sizes(task) -> tuple[int, int]:
-  """(V, L) of a `SequenceTask`; ValueError for a task without tokens."""
-  if not hasattr(task, "tokens"):
+  """(V, L) of a `SequenceTask` or `rbx.rlhf.tokens.TokenTask`; ValueError for another task."""
+  if not hasattr(task, "ref_log_probs"):
     raise ValueError("the sequence policies need a sequence environment "
                      "(rbx.rlhf.sequences: name = \"sequences\" or \"hard_sequences\")")
-  return task.ref_log_probs.shape[-1], task.tokens.shape[1]
+  return task.ref_log_probs.shape[-1], task.ref_log_probs.shape[1]
 
 
-def autoregressive(name: str, init, reference, level, table=None) -> Policy:
+def autoregressive(name: str, init, reference, level, table=None, conditionals=None) -> Policy:
   """The `Policy` of next-token log-probabilities `level(θ, task, xs, l, prefixes)`.
 
   `sample` and a Markov policy's `log_probs_of` loop over the positions by `jax.lax.scan` (l
@@ -51,6 +57,7 @@ def autoregressive(name: str, init, reference, level, table=None) -> Policy:
       distribution of prompts xs, (n, L·(V+1), V), and `row(V, l, prefixes)` the rows (m,) of
       prefixes of length l; or None. With it `log_probs_of` reads n answers from one table of
       every prompt's when |X| ≤ n (a buffer longer than the prompts), else from `level`.
+    conditionals: a Markov policy's `conditionals(θ, task, xs, l)` (`Policy.conditionals`).
   Returns:
     `log_probs_at(θ, task, xs)` = Σ_l log π_θ(y_{l+1} | x, y_1..y_l) for every answer, (n, V^L),
     level by level (the prefixes of length l + 1 are those of length l times the V tokens);
@@ -99,7 +106,8 @@ def autoregressive(name: str, init, reference, level, table=None) -> Policy:
           0, 0, (y // V ** (L - l - 1)) % V] for l in range(L))
     return jax.vmap(one)(xs, ys)
 
-  return Policy(name, init, log_probs, reference, log_probs_at, sample, log_probs_of)
+  return Policy(name, init, log_probs, reference, log_probs_at, sample, log_probs_of,
+                conditionals)
 
 
 def _previous(V, l, prefixes):
@@ -158,7 +166,7 @@ def loglinear() -> Policy:
     return jax.nn.log_softmax(task.ref_log_probs[xs, l]
                               + task.token_features[xs, l] @ theta / task.beta, axis=-1)
 
-  return autoregressive("loglinear", init, init, *markov(conditionals))
+  return autoregressive("loglinear", init, init, *markov(conditionals), conditionals)
 
 
 HIDDEN = 32
@@ -205,38 +213,212 @@ def neural(hidden: int = HIDDEN) -> Policy:
     h = jnp.tanh(p["prompt"][xs][:, None] + p["position"][l] + p["previous"][None] + p["bias"])
     return jax.nn.log_softmax(task.ref_log_probs[xs, l] + h @ p["out"] + p["out_bias"], -1)
 
-  return autoregressive("neural", init, init, *markov(conditionals))
+  return autoregressive("neural", init, init, *markov(conditionals), conditionals)
 
 
 POLICIES = {"tabular": tabular, "loglinear": loglinear, "neural": neural}
 
 
-def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
+def every_conditional(pol: Policy, params, task, xs=None) -> chex.Array:
+  """A Markov policy's conditionals log π_θ(y_l | x, l, y_{l−1}) at prompts xs (default every
+  prompt), (n, L, V+1, V): the table the regret (2.6) and the DPO term read."""
+  xs = jnp.arange(task.rho.shape[0]) if xs is None else xs
+  return jax.vmap(lambda l: pol.conditionals(params, task, xs, l), out_axes=1)(
+      jnp.arange(task.ref_log_probs.shape[1]))
+
+
+def sample_tokens(key, pol: Policy, params, task, x) -> chex.Array:
+  """One answer y ~ π_θ(·|x) as its tokens, (L,) int32, by ancestral sampling: L categorical
+  draws (`jax.lax.scan`), each from the row of the token drawn before (BOS first)."""
+  V, L = _sizes(task)
+  def draw(previous, lk):
+    l, k = lk
+    token = jax.random.categorical(k, pol.conditionals(params, task, x[None], l)[0, previous])
+    return token.astype(jnp.int32), token.astype(jnp.int32)
+  return jax.lax.scan(draw, jnp.int32(V), (jnp.arange(L), jax.random.split(key, L)))[1]
+
+
+class TokenState(NamedTuple):
+  """The sequence agents' state on answers as tokens (`rbx.rlhf.tokens`).
+
+  Attributes:
+    params: θ^(t). opt_state: the optax state. params_prev: θ^(t−1) (Algorithm 1's a1).
+    data: the comparisons, `practical.Comparisons` with answers (T, L).
+    t: the round about to run, int32.
+  """
+  params: Any
+  opt_state: Any
+  params_prev: Any
+  data: practical.Comparisons
+  t: chex.Array
+
+
+def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, optimizer,
+                learning_rate, train_steps, pi_cal, l2, data, cal_prompts) -> Agent:
+  """The agent of row `scheme_name` on the Markov policy `pol` over answers as tokens: the
+  DPO-form loss of `rbx.rlhf.learners.practical` with the log-probabilities of whole answers as
+  sums of the conditionals along their tokens (`markov.along`), nothing of size V^L.
+
+  * answers by ancestral sampling (`sample_tokens`) from θ^(t−1), θ^(t) or π_ref, as the row
+    says; the deployed policy is θ^(t)'s conditionals (X, L, V+1, V) (`Query.log_pi`), which the
+    environment scores exactly (`rbx.rlhf.tokens.TokenEnv.feedback`);
+  * the DPO term over the buffer of comparisons (the horizon's), each answer's log π_θ one
+    gather from the conditionals at every prompt (at the buffer's prompts where they are fewer);
+  * the bonus's E_{a∼π_cal}[log π_θ/π_ref]: by the round's a2 (`cal_samples=0`), k fresh draws
+    (`cal_samples=k`), or exactly by a forward pass over π_cal's marginals of the previous
+    token (`cal_samples=None`: `markov.expectation`, every prompt weighted by ρ, or
+    `cal_prompts` prompts drawn from ρ). The fixed π_cal is π_ref (VPO's and `modified`'s).
+  """
+  scheme = schemes.get(scheme_name)
+  schedule = schemes.alpha_schedule(scheme, alpha)
+  opt = practical.OPTIMIZERS[optimizer](learning_rate)
+
+  def check(task):
+    if pol.conditionals is None:
+      raise ValueError(f"policy={pol.name!r} holds one logit per prefix, an enumeration-size "
+                       "policy: on answers as tokens (rbx.rlhf.tokens) use policy='loglinear' or "
+                       "'neural'")
+    if pi_cal is not None:
+      raise ValueError("pi_cal is a policy over the enumerated answers; on answers as tokens "
+                       "the fixed calibration policy is π_ref")
+    if data == "counts":
+      raise ValueError("data='counts' holds win counts over the enumerated answers, |X|·V^{2L} "
+                       "floats; on answers as tokens the comparisons are a buffer "
+                       "(data='buffer')")
+    _checks.positive("beta", task.beta)
+
+  def init(key, task, horizon: int) -> TokenState:
+    del key
+    check(task)
+    params = pol.init(task)
+    return TokenState(params, opt.init(params), params,
+                      practical.Comparisons.empty(horizon, task.ref_log_probs.shape[1]),
+                      jnp.ones((), jnp.int32))
+
+  def samplers(state, obs, task):
+    draw = lambda params: lambda key: sample_tokens(key, pol, params, task, obs.x)
+    reference = draw(pol.reference(task))                     # θ_ref: π_θ = π_ref
+    return {"previous": draw(state.params_prev), "current": draw(state.params),
+            "reference": reference, "calibration": reference}
+
+  def act(key, state: TokenState, obs, task):
+    a1, a2 = schemes.draw(practical._keys(key)[:2], scheme, samplers(state, obs, task))
+    return state, Query(a1, a2, every_conditional(pol, state.params, task))
+
+  def calibration(key, state, obs, query, task):
+    """(xs, draws, weights, log π_cal): the bonus's prompts (m,) and answers (m, k, L) drawn
+    from π_cal with their weights (m,), or draws None and π_cal's conditionals at xs for the
+    exact expectation (xs None: every prompt, weights ρ)."""
+    log_cal = schemes.calibration_policy(scheme, {
+        "current": lambda: None, "reference": lambda: task.ref_log_probs,
+        "fixed": lambda: task.ref_log_probs})
+    current = lambda xs: every_conditional(pol, state.params, task, xs)
+    if cal_samples is None:
+      xs = (None if cal_prompts is None else jax.random.categorical(
+          practical._keys(key)[2], jnp.log(task.rho), shape=(cal_prompts,)))
+      weights = task.rho if xs is None else jnp.full(cal_prompts, 1.0 / cal_prompts)
+      table = current(xs) if log_cal is None else (log_cal if xs is None else log_cal[xs])
+      return xs, None, weights, table
+    if cal_samples == 0:
+      draws = query.a2[None]
+    else:
+      source = "current" if scheme.calibration == "current" else "reference"
+      draws = jax.vmap(samplers(state, obs, task)[source])(
+          jax.random.split(practical._keys(key)[2], cal_samples))
+    return obs.x[None], draws[None], jnp.ones(1), None
+
+  def update(key, state: TokenState, obs, query: Query, a1_wins, task) -> TokenState:
+    data = state.data.add(obs.x, jnp.where(a1_wins, query.a1, query.a2),
+                          jnp.where(a1_wins, query.a2, query.a1))
+    alpha_t = schedule(state.t)
+    X, capacity = task.rho.shape[0], data.x.shape[0]
+    log_ref = task.ref_log_probs
+    if scheme.bonus:
+      xs, draws, weights, log_cal = calibration(key, state, obs, query, task)
+    theta_ref = pol.reference(task)
+
+    def log_ratios(params, xs, tokens):
+      """log π_θ/π_ref of answers tokens (n, L) at prompts xs (n,): from every prompt's
+      conditionals where there are fewer prompts than answers, else at xs only."""
+      if X <= xs.shape[0]:
+        table, at = every_conditional(pol, params, task), xs
+      else:
+        table, at = every_conditional(pol, params, task, xs), jnp.arange(xs.shape[0])
+      return along(table, at, tokens) - along(log_ref, xs, tokens)
+
+    def objective(params):
+      both = log_ratios(params, jnp.concatenate([data.x, data.x]),
+                        jnp.concatenate([data.winner, data.loser]))
+      margin = task.beta * (both[:capacity] - both[capacity:])
+      dpo = -jnp.sum(jnp.where(data.mask(), jax.nn.log_sigmoid(margin), 0.0))
+      prior = 0.5 * l2 * jnp.sum(jnp.square(params - theta_ref))
+      if not scheme.bonus:
+        return dpo + prior
+      if draws is None:                   # E_{π_cal}[log π_θ/π_ref] by the forward pass
+        at = None if xs is None else xs
+        theta_table = every_conditional(pol, params, task, at)
+        ref = log_ref if at is None else log_ref[at]
+        ratio = expectation(jax.lax.stop_gradient(log_cal), theta_table - ref)
+      else:                               # the mean over the draws at each prompt
+        m, k, L = draws.shape
+        ratio = log_ratios(params, jnp.repeat(xs, k), draws.reshape(m * k, L)).reshape(m, k)
+        ratio = ratio.mean(axis=1)
+      # L(θ) = DPO − α J*(r_θ; π_cal), J* = −β E_ρ E_{π_cal}[log π_θ/π_ref] (practical.loss)
+      return dpo + alpha_t * task.beta * jnp.dot(weights, ratio) + prior
+
+    def step(carry, _):
+      params, opt_state = carry
+      updates, opt_state = opt.update(jax.grad(objective)(params), opt_state, params)
+      return (optax.apply_updates(params, updates), opt_state), None
+
+    (params, opt_state), _ = jax.lax.scan(step, (state.params, state.opt_state), None,
+                                          length=train_steps)
+    return TokenState(params, opt_state, state.params, data, state.t + 1)
+
+  return Agent(name, init, act, update)
+
+
+def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str | None = None,
          optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
          cal_samples: int | None = 0, pi_cal=None, l2=practical.L2, data: str = "buffer",
          cal_prompts: int | None = None, hidden: int | None = None) -> Agent:
   """The agent of the scheme table's row `scheme` on an autoregressive policy
   ("sequence/<scheme>"): answers by ancestral sampling (θ^(t−1) kept in the state where
-  a1 ~ π^(t−1)), the loss of `rbx.rlhf.learners.practical.make` on whole answers.
+  a1 ~ π^(t−1)), the loss of `rbx.rlhf.learners.practical.make` on whole answers. On a
+  `rbx.rlhf.sequences.SequenceEnv` (enumerated answers) the answers are indices and the
+  policies give log π_θ of every answer (`practical.build`); on a `rbx.rlhf.tokens.TokenEnv`
+  the answers are tokens and nothing of size V^L is built (`token_agent`).
 
   Args:
     scheme: a name in `rbx.rlhf.schemes.SCHEMES`.
-    policy: "tabular", "loglinear" or "neural" (`POLICIES`).
-    data: "buffer" (the default here: win counts hold |X|·V^{2L} floats) or "counts".
+    policy: "tabular", "loglinear" or "neural" (`POLICIES`); default "tabular" on enumerated
+      answers, "loglinear" on tokens (the prefix table is an enumeration-size policy).
+    data: "buffer" (the default here: win counts hold |X|·V^{2L} floats) or "counts"
+      (enumerated answers only).
     pi_cal: the fixed calibration policy over whole answers (rows with one; default the
-      task's, π_ref), its draws from the enumeration.
+      task's, π_ref), its draws from the enumeration (enumerated answers only).
     hidden: the neural policy's width (policy="neural" only; default `HIDDEN`).
     alpha, optimizer, learning_rate, train_steps, cal_samples, l2, cal_prompts: as
       `rbx.rlhf.learners.practical.make`.
   """
-  _checks.choice("policy", policy, POLICIES)
+  if policy is not None:
+    _checks.choice("policy", policy, POLICIES)
   if hidden is not None and policy != "neural":
     raise ValueError(f"hidden is the neural policy's width: set policy='neural' with it, "
                      f"got policy={policy!r}")
-  pol = neural(HIDDEN if hidden is None else hidden) if policy == "neural" else POLICIES[policy]()
-  return practical.build(agent_name(CLASS_NAME, scheme), scheme, pol, alpha, cal_samples,
-                         optimizer, learning_rate, train_steps, False, None, pi_cal, l2, data,
-                         cal_prompts)
+  made = lambda name: neural(HIDDEN if hidden is None else hidden) if name == "neural" else (
+      POLICIES[name]())
+  name = agent_name(CLASS_NAME, scheme)
+  enumerated = practical.build(name, scheme, made(policy or "tabular"), alpha, cal_samples,
+                               optimizer, learning_rate, train_steps, False, None, pi_cal, l2,
+                               data, cal_prompts)
+  tokens = token_agent(name, scheme, made(policy or "loglinear"), alpha, cal_samples, optimizer,
+                       learning_rate, train_steps, pi_cal, l2, data, cal_prompts)
+  on = lambda task: tokens if isinstance(task, TokenTask) else enumerated
+  return Agent(name, lambda key, task, horizon: on(task).init(key, task, horizon),
+               lambda key, state, obs, task: on(task).act(key, state, obs, task),
+               lambda key, state, obs, action, feedback, task: on(task).update(
+                   key, state, obs, action, feedback, task))
 
 
 CLASS_NAME = "sequence"
