@@ -51,7 +51,8 @@ def test_readme_names_the_quickstart_and_every_command_is_known():
   assert ["pip", "install", "."] in commands and ["rbx", "demo"] in commands
   assert ["python", "-m", "pytest", "-q"] in commands
   ci = (ROOT / ".ci" / "run").read_text()
-  assert "pip install '.[test]' && python -m pytest -q" in ci
+  command = "pip install '.[test,duelpy]' && python -m pytest -q"   # README's = CI's
+  assert command in ci and command in README
   for cmd in commands:
     if cmd[:2] == ["pip", "install"]:
       for target in (a for a in cmd[2:] if a.startswith(".")):
