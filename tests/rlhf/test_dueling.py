@@ -140,48 +140,66 @@ def _rmed1(rng, W, order, remaining):
 
 
 W = np.array([[0, 3, 1, 2], [1, 0, 4, 0], [2, 1, 0, 1], [3, 0, 2, 0]], np.float32)
-ORDER, REMAINING = np.array([2, 0, 3, 1]), np.array([True, False, True, True])
-STEPS = 14          # comparisons made so far (past RMED1's initial 6)
-CASES = {            # name -> (agent, the prompt's memory, NumPy's step)
-    "rucb": (agents.rucb(), jnp.array([0], jnp.int32), lambda rng: _rucb(rng, W, STEPS + 1, 0)),
-    "double_ts": (agents.double_ts(), (), lambda rng: _double_ts(rng, W, STEPS + 1)),
-    "rcs": (agents.rcs(), jnp.array([[2, 0, 1, 0]], jnp.int32),
-            lambda rng: _rcs(rng, W, STEPS + 1, np.array([2, 0, 1, 0]))),
-    "rmed1": (agents.rmed1(), agents.LoopSets(jnp.asarray(ORDER)[None],
-                                              jnp.asarray(REMAINING)[None],
-                                              jnp.zeros((1, 4), bool)),
-              lambda rng: _rmed1(rng, W, ORDER, REMAINING)),
-}
+CYCLE = np.array([[0, 90, 10, 80], [10, 0, 90, 80], [90, 10, 0, 80], [20, 20, 20, 0]],
+                 np.float32)      # a cycle over 0, 1, 2: RUCB's C = ∅
+CLEAR = np.array([[0, 80, 80, 80], [20, 0, 50, 50], [20, 50, 0, 50], [20, 50, 50, 0]],
+                 np.float32)      # 0 confidently best: RUCB's c = d = 0
+ORDER = np.array([2, 0, 3, 1])
+REMAINING = {"W": np.array([True, False, True, True]), "CYCLE": np.array([True] * 4),
+             "CLEAR": np.array([False, True, True, False])}
+STEPS = {"W": 14, "CYCLE": 400, "CLEAR": 800}   # comparisons made so far (past RMED1's first 6)
 
 
-@pytest.mark.parametrize("name", list(CASES))
+def _cases(name):
+  """(agent, [(wins, comparisons so far, the prompt's memory, NumPy's step)]) of `name` at the
+  states above (RMED1 also at its initial phase's six steps)."""
+  counts = np.array([2, 0, 1, 0])
+  cases = []
+  for wins in ("W", "CYCLE", "CLEAR"):
+    Wn, s = globals()[wins], STEPS[wins]
+    cases.append((Wn, s, *{
+        "rucb": (jnp.array([1], jnp.int32), lambda rng, Wn=Wn, s=s: _rucb(rng, Wn, s + 1, 1)),
+        "double_ts": ((), lambda rng, Wn=Wn, s=s: _double_ts(rng, Wn, s + 1)),
+        "rcs": (jnp.asarray(counts)[None], lambda rng, Wn=Wn, s=s: _rcs(rng, Wn, s + 1, counts)),
+        "rmed1": (agents.LoopSets(jnp.asarray(ORDER)[None], jnp.asarray(REMAINING[wins])[None],
+                                  jnp.zeros((1, 4), bool)),
+                  lambda rng, Wn=Wn, r=REMAINING[wins]: _rmed1(rng, Wn, ORDER, r)),
+    }[name]))
+  if name == "rmed1":                       # the initial phase: pair s of (0,1), (0,2), ...
+    pairs = [(i, j) for i in range(4) for j in range(i + 1, 4)]
+    cases += [(np.zeros((4, 4), np.float32), s, cases[0][2], lambda rng, p=p: p)
+              for s, p in enumerate(pairs)]
+  make = {"rucb": agents.rucb, "double_ts": agents.double_ts, "rcs": agents.rcs,
+          "rmed1": agents.rmed1}[name]
+  return make(), cases
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_one_step_draws_the_papers_pair(name):
-  agent, memory, reference = CASES[name]
-  state = agents.DuelingState(jnp.asarray(W)[None], jnp.array([STEPS], jnp.int32), memory)
+  agent, cases = _cases(name)
+  stack = lambda *xs: jnp.stack([jnp.asarray(x) for x in xs])
+  state = agents.DuelingState(stack(*[c[0][None] for c in cases]),
+                              stack(*[[c[1]] for c in cases]),
+                              jax.tree.map(stack, *[c[2] for c in cases]))
   spec = rlhf.make_env([0.0, 1.0, 0.5, 0.2], [0.25] * 4, 0.5, 1.0).spec
-  n = 4000
-  acted = jax.jit(jax.vmap(lambda k: agent.act(k, state, rlhf.Prompt(jnp.int32(0)), spec)[1]))(
-      jax.random.split(jax.random.key(1), n))
-  ours = np.zeros((4, 4))
-  np.add.at(ours, (np.asarray(acted.a1), np.asarray(acted.a2)), 1.0 / n)
+  n = 2000
+  step = lambda k, st: agent.act(k, st, rlhf.Prompt(jnp.int32(0)), spec)[1]
+  acted = jax.jit(jax.vmap(jax.vmap(step, (0, None)), (None, 0)))(
+      jax.random.split(jax.random.key(1), n), state)                    # (cases, n)
   rng = np.random.default_rng(0)
-  theirs = np.zeros((4, 4))
-  for _ in range(n):
-    theirs[reference(rng)] += 1.0 / n
-  assert np.abs(ours - theirs).max() < 0.04, (ours.round(3), theirs.round(3))
-  # the deployed policy: uniform over the empirical Copeland winners (RMED1: argmin I)
-  pi = np.exp(np.asarray(acted.log_pi[0, 0]))
-  if name != "rmed1":
-    wins = ((W / np.maximum(W + W.T, 1)) > 0.5).sum(1)
-    np.testing.assert_allclose(pi, (wins == wins.max()) / (wins == wins.max()).sum(), atol=1e-6)
-  assert pi.sum() == pytest.approx(1.0)
-
-
-def test_rmed1_starts_with_every_pair_once():
-  agent, env = agents.rmed1(), rlhf.make_env(R_STAR, [0.25] * 4, 0.5, 3.0)
-  out = rlhf.simulate(env, agent, jax.random.key(0), 6)
-  pairs = set(zip(np.asarray(out.action.a1).tolist(), np.asarray(out.action.a2).tolist()))
-  assert pairs == {(i, j) for i in range(4) for j in range(i + 1, 4)}
+  for i, (Wn, _, _, reference) in enumerate(cases):
+    ours, theirs = np.zeros((4, 4)), np.zeros((4, 4))
+    np.add.at(ours, (np.asarray(acted.a1[i]), np.asarray(acted.a2[i])), 1.0 / n)
+    for _ in range(n):
+      theirs[reference(rng)] += 1.0 / n
+    assert np.abs(ours - theirs).max() < 0.05, (i, ours.round(3), theirs.round(3))
+    # the deployed policy: uniform over the empirical Copeland winners (RMED1: argmin I)
+    pi = np.exp(np.asarray(acted.log_pi[i, 0, 0]))
+    if name != "rmed1":
+      score = ((Wn / np.maximum(Wn + Wn.T, 1)) > 0.5).sum(1)
+      top = score == score.max()
+      np.testing.assert_allclose(pi, top / top.sum(), atol=1e-6)
+    assert pi.sum() == pytest.approx(1.0)
 
 
 # ---- bad input -------------------------------------------------------------------------------
