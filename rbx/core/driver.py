@@ -436,8 +436,9 @@ ENV_SEED = "seed"                      # the build's keyword of an instance's en
 
 
 def _records(transition: protocol.Transition):
-  """What a sweep keeps of a step: (the regret, the environment's named metrics)."""
-  return transition.regret, transition.metrics
+  """What a sweep keeps of a step: (the regret, the environment's named metrics; {} for a
+  hand-made `Run` whose steps carry a regret only)."""
+  return transition.regret, getattr(transition, "metrics", {})
 
 
 def init_and_chunk(build, fixed, batch, mesh, keep: Callable = _records):
