@@ -1,14 +1,17 @@
-"""Seed-steps per second of the sequence agents (`rbx.rlhf.sequences`), with the cost of the
-enumeration timed apart.
+"""Seed-steps per second of the sequence agents (`rbx.rlhf.sequences`), on the enumerated
+answers and on answers as token arrays (`rbx.rlhf.tokens`), side by side, with the cost of
+building each environment timed apart.
 
 On `random_sequences` environments (|X| prompts, V tokens, L positions, V^L answers, d = 16,
-β = 0.5, r_max = 4, uniform π_ref), "enumerate s" is the seconds to build the environment
-(the V^L answers, φ (X, V^L, d), r* and π_ref; a second build, its operations compiled); each agent then runs `--steps` rounds of all
-`--seeds` seeds vmapped in one jitted program, told the horizon `--horizon` (the buffer's
-capacity), α = 1, `--train-steps` Adam steps per round, and the rate counts a second,
-compiled call only (`practical_throughput.rate`).
+β = 0.5, r_max = 4, uniform π_ref), "build s" is the seconds to build the environment (the
+enumerated one: the V^L answers, φ (X, V^L, d), r* and π_ref; the token one: the min/max-plus
+passes and π*; a second build, its operations compiled); each agent then runs `--steps` rounds
+of all `--seeds` seeds vmapped in one jitted program, told the horizon `--horizon` (the
+buffer's capacity), α = 1, `--train-steps` Adam steps per round, and the rate counts a second,
+compiled call only (`practical_throughput.rate`). "tokens/enumerated" is the ratio of the two
+paths' rates for the same agent and size (V^L ≤ 65,536; beyond, the token path alone).
 
-    python -m benchmarks.throughput.sequence_throughput           # V^L = 4,096 and 65,536, |X| = 64
+    python -m benchmarks.throughput.sequence_throughput           # V^L = 4,096, 65,536, 32^32
     python -m benchmarks.throughput.sequence_throughput --tiny    # V^L = 8, |X| = 4: seconds
 """
 from __future__ import annotations
@@ -25,17 +28,17 @@ from rbx.rlhf import sequences
 from rbx.rlhf.learners import sequence
 
 AGENTS = ("sequence_dpo", "sequence_xpo", "sequence_vpo", "sequence_algorithm1")
-SIZES = {"default": [(64, 8, 4), (64, 16, 4)], "tiny": [(4, 2, 3)]}
-"""(|X|, V, L) per row: V^L = 4,096 and 65,536 answers; the tiny one 8."""
+SIZES = {"default": [(64, 8, 4), (64, 16, 4), (64, 32, 32)], "tiny": [(4, 2, 3)]}
+"""(|X|, V, L) per row: V^L = 4,096, 65,536 and 32^32 ≈ 1.5·10^48 answers; the tiny one 8."""
 
 
-def build(X: int, V: int, L: int, dim: int):
-  """(`random_sequences(key(0), X, V, L, dim, β = 0.5, r_max = 4)`, the seconds of its second
-  build, its operations compiled)."""
+def build(X: int, V: int, L: int, dim: int, enumerate: bool):
+  """(`random_sequences(key(0), X, V, L, dim, β = 0.5, r_max = 4, enumerate=enumerate)`, the
+  seconds of its second build, its operations compiled)."""
   for _ in range(2):
     start = time.perf_counter()
     env = jax.block_until_ready(sequences.random_sequences(jax.random.key(0), X, V, L, dim,
-                                                           0.5, 4.0))
+                                                           0.5, 4.0, enumerate=enumerate))
   return env, time.perf_counter() - start
 
 
@@ -51,6 +54,10 @@ def main(argv=None) -> list[str]:
   p.add_argument("--policies", nargs="*", default=["loglinear"],
                  choices=sorted(sequence.POLICIES))
   p.add_argument("--agents", nargs="*", default=list(AGENTS), choices=AGENTS)
+  p.add_argument("--answers", nargs="*", default=["enumerated", "tokens"],
+                 choices=["enumerated", "tokens"], help="the paths to time")
+  p.add_argument("--sizes", nargs="*", type=lambda t: tuple(int(v) for v in t.split(",")),
+                 help="|X|,V,L triples (default: the module docstring's)")
   args = p.parse_args(argv)
   if args.tiny:
     args.seeds, args.steps, args.horizon, args.train_steps = 2, 2, 4, 2
@@ -58,19 +65,29 @@ def main(argv=None) -> list[str]:
   lines = [f"jax {jax.__version__}, {len(dev)} {dev[0].platform} device(s), {os.cpu_count()} "
            f"cores; d = {args.dim}, {args.seeds} seeds × {args.steps} rounds, horizon "
            f"{args.horizon}, α = 1, {args.train_steps} Adam steps (lr 0.1) per round",
-           f"{'|X|':>5} {'V':>3} {'L':>2} {'V^L':>7} {'enumerate s':>12} {'agent':<20} "
-           f"{'policy':<10} {'seed-steps/s':>13} {'compile s':>10}"]
+           f"{'|X|':>5} {'V':>3} {'L':>2} {'V^L':>9} {'answers':<10} {'build s':>8} "
+           f"{'agent':<20} {'policy':<10} {'seed-steps/s':>13} {'compile s':>10} "
+           f"{'tokens/enumerated':>18}"]
   print(*lines, sep="\n", flush=True)
-  for X, V, L in SIZES["tiny" if args.tiny else "default"]:
-    env, built = build(X, V, L, args.dim)
+  for X, V, L in args.sizes or SIZES["tiny" if args.tiny else "default"]:
+    paths = [a for a in args.answers if a == "tokens" or V ** L <= sequences.MAX_ANSWERS]
+    envs = {a: build(X, V, L, args.dim, a == "enumerated") for a in paths}
     for name in args.agents:
       for policy in args.policies:
+        if policy == "tabular" and "enumerated" not in paths:
+          continue
         kwargs = {} if name == "sequence_dpo" else {"alpha": 1.0}
         agent = rlhf.get(name, policy=policy, train_steps=args.train_steps, **kwargs)
-        r, c = rate(env, agent, args.seeds, args.steps, args.horizon)
-        lines.append(f"{X:>5} {V:>3} {L:>2} {V ** L:>7,} {built:>12.2f} {name:<20} {policy:<10} "
-                     f"{r:>13,.1f} {c:>10.1f}")
-        print(lines[-1], flush=True)
+        rates = {}
+        for path in paths if policy != "tabular" else ["enumerated"]:
+          env, built = envs[path]
+          rates[path], c = rate(env, agent, args.seeds, args.steps, args.horizon)
+          ratio = (f"{rates['tokens'] / rates['enumerated']:.1f}"
+                   if len(rates) == 2 else "")
+          size = f"{V ** L:,}" if V ** L < 10 ** 9 else f"{V}^{L}"
+          lines.append(f"{X:>5} {V:>3} {L:>2} {size:>9} {path:<10} {built:>8.2f} {name:<20} "
+                       f"{policy:<10} {rates[path]:>13,.1f} {c:>10.1f} {ratio:>18}")
+          print(lines[-1], flush=True)
   return lines
 
 

@@ -191,18 +191,20 @@ def along(table: chex.Array, xs: chex.Array, tokens: chex.Array) -> chex.Array:
 def expectation(log_pi: chex.Array, table: chex.Array) -> chex.Array:
   """E_π[Σ_l table[x, l, y_{l−1}, y_l]] of the Markov π given by its conditionals log_pi
   (X, L, V+1, V), (X,), by the forward pass over the previous token's marginal m_l
-  (m_0 = δ_BOS): q_l(p, t) = m_l(p) π(t | l, p), the position's term Σ_{p,t} q_l(p, t)
-  table[l, p, t] (0 where q_l = 0), m_{l+1}(t) = Σ_p q_l(p, t). Differentiable in both."""
-  X, _, V1, V = log_pi.shape
-  start = jnp.broadcast_to(jax.nn.one_hot(V, V1, dtype=log_pi.dtype), (X, V1))
+  (m_0 = δ_BOS): the rows' expectations e_l(p) = Σ_t π(t | l, p) table[l, p, t] (0 where
+  π = 0) at once, then position by position the term Σ_p m_l(p) e_l(p) and
+  m_{l+1}(t) = Σ_p m_l(p) π(t | l, p) (a matrix-vector product). Differentiable in both."""
+  X, L, V1, _ = log_pi.shape
+  pi = jnp.exp(log_pi)
+  rows = jnp.sum(pi * jnp.where(pi > 0, table, 0.0), axis=-1)          # e_l(p), (X, L, V+1)
+  start = jnp.broadcast_to(jax.nn.one_hot(V1 - 1, V1, dtype=log_pi.dtype), (X, V1))
 
-  def step(m, tables):
-    lp, t = tables
-    q = m[:, :, None] * jnp.exp(lp)                         # (X, V+1, V)
-    term = jnp.sum(q * jnp.where(q > 0, t, 0.0), axis=(1, 2))
-    return jnp.concatenate([jnp.sum(q, axis=1), jnp.zeros((X, 1), q.dtype)], 1), term
+  def step(m, l):
+    at = lambda a: jax.lax.dynamic_index_in_dim(a, l, axis=1, keepdims=False)
+    following = jnp.einsum("xp,xpt->xt", m, at(pi))
+    return jnp.concatenate([following, jnp.zeros((X, 1), m.dtype)], 1), jnp.sum(m * at(rows), 1)
 
-  _, terms = jax.lax.scan(step, start, (_by_position(log_pi), _by_position(table)))
+  _, terms = jax.lax.scan(step, start, jnp.arange(L))
   return jnp.sum(terms, axis=0)
 
 

@@ -246,9 +246,11 @@ def test_a_config_with_a_sequence_environment_runs_through_the_experiment(tmp_pa
 def test_the_throughput_benchmark_at_its_tiny_size_prints_a_rate():
   from benchmarks.throughput import sequence_throughput
   lines = sequence_throughput.main(["--tiny", "--agents", "sequence_xpo"])
-  row = lines[-1].split()
-  assert row[:4] == ["4", "2", "3", "8"] and row[5:7] == ["sequence_xpo", "loglinear"]
-  assert float(row[4]) >= 0 and float(row[7].replace(",", "")) > 0
+  enumerated, tokens = (line.split() for line in lines[-2:])
+  assert enumerated[:5] == ["4", "2", "3", "8", "enumerated"] and tokens[4] == "tokens"
+  assert tokens[6:8] == ["sequence_xpo", "loglinear"] and float(tokens[5]) >= 0
+  rates = [float(row[8].replace(",", "")) for row in (enumerated, tokens)]
+  assert min(rates) > 0 and float(tokens[10]) == pytest.approx(rates[1] / rates[0], abs=0.06)
 
 
 def test_proposition3_reads_the_sequence_instances_kappa():

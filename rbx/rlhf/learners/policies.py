@@ -45,10 +45,11 @@ class Policy(NamedTuple):
     log_probs_of: `log_probs_of(θ, task, xs, ys)` = log π_θ(y_i|x_i) of given answers, (n,),
       computed for those answers only (the autoregressive policies: O(n L)); with it the
       agents' DPO term over a buffer reads the compared answers only. None: from the rows.
-    conditionals: a Markov policy over token sequences (the log-linear and neural ones of
-      `rbx.rlhf.learners.sequence`): `conditionals(θ, task, xs, l)` = log π_θ(y_{l+1} | x,
-      l, y_l) for every previous token (BOS at l = 0), (n, V+1, V), what the sequence agents
-      use on answers beyond enumeration (`rbx.rlhf.tokens`); None for the others.
+    next_token: a Markov policy over token sequences (the log-linear and neural ones of
+      `rbx.rlhf.learners.sequence`): `next_token(θ, task, at)` = log π_θ(y_l | x, l, y_{l−1})
+      at the index arrays `at` = (xs, ls, previous) (broadcast to a shape S), (*S, V), or
+      with `at` None at every one, (X, L, V+1, V) (previous token V: BOS); what the sequence
+      agents use on answers as tokens (`rbx.rlhf.tokens`). None for the others.
   """
   name: str
   init: Callable[[Any], Any]
@@ -57,7 +58,7 @@ class Policy(NamedTuple):
   log_probs_at: Callable[[Any, Any, chex.Array], chex.Array]
   sample: Callable[[chex.PRNGKey, Any, Any, chex.Array], chex.Array] | None = None
   log_probs_of: Callable[[Any, Any, chex.Array, chex.Array], chex.Array] | None = None
-  conditionals: Callable[[Any, Any, chex.Array, Any], chex.Array] | None = None
+  next_token: Callable[..., chex.Array] | None = None
 
 
 def tabular(pi_init=None) -> Policy:

@@ -40,7 +40,7 @@ def _sizes(task) -> tuple[int, int]:
   return task.ref_log_probs.shape[-1], task.ref_log_probs.shape[1]
 
 
-def autoregressive(name: str, init, reference, level, table=None, conditionals=None) -> Policy:
+def autoregressive(name: str, init, reference, level, table=None, next_token=None) -> Policy:
   """The `Policy` of next-token log-probabilities `level(θ, task, xs, l, prefixes)`.
 
   `sample` and a Markov policy's `log_probs_of` loop over the positions by `jax.lax.scan` (l
@@ -57,7 +57,7 @@ def autoregressive(name: str, init, reference, level, table=None, conditionals=N
       distribution of prompts xs, (n, L·(V+1), V), and `row(V, l, prefixes)` the rows (m,) of
       prefixes of length l; or None. With it `log_probs_of` reads n answers from one table of
       every prompt's when |X| ≤ n (a buffer longer than the prompts), else from `level`.
-    conditionals: a Markov policy's `conditionals(θ, task, xs, l)` (`Policy.conditionals`).
+    next_token: a Markov policy's `next_token(θ, task, at)` (`Policy.next_token`).
   Returns:
     `log_probs_at(θ, task, xs)` = Σ_l log π_θ(y_{l+1} | x, y_1..y_l) for every answer, (n, V^L),
     level by level (the prefixes of length l + 1 are those of length l times the V tokens);
@@ -107,7 +107,7 @@ def autoregressive(name: str, init, reference, level, table=None, conditionals=N
     return jax.vmap(one)(xs, ys)
 
   return Policy(name, init, log_probs, reference, log_probs_at, sample, log_probs_of,
-                conditionals)
+                next_token)
 
 
 def _previous(V, l, prefixes):
@@ -162,11 +162,18 @@ def loglinear() -> Policy:
     _sizes(task)
     return jnp.zeros(task.token_features.shape[-1], jnp.float32)
 
-  def conditionals(theta, task, xs, l):
-    return jax.nn.log_softmax(task.ref_log_probs[xs, l]
-                              + task.token_features[xs, l] @ theta / task.beta, axis=-1)
+  def logits(theta, task, ref, psi):
+    return jax.nn.log_softmax(ref + psi @ theta / task.beta, axis=-1)
 
-  return autoregressive("loglinear", init, init, *markov(conditionals), conditionals)
+  def conditionals(theta, task, xs, l):
+    return logits(theta, task, task.ref_log_probs[xs, l], task.token_features[xs, l])
+
+  def next_token(theta, task, at=None):
+    if at is None:
+      return logits(theta, task, task.ref_log_probs, task.token_features)
+    return logits(theta, task, task.ref_log_probs[at], task.token_features[at])
+
+  return autoregressive("loglinear", init, init, *markov(conditionals), next_token)
 
 
 HIDDEN = 32
@@ -208,12 +215,28 @@ def neural(hidden: int = HIDDEN) -> Policy:
         (jax.random.normal(next(keys), shape) if name in ("prompt", "position", "previous")
          else jnp.zeros(shape)).ravel() for name, shape in shapes(task).items()])
 
+  def logits(p, h, ref):
+    return jax.nn.log_softmax(ref + h @ p["out"] + p["out_bias"], -1)
+
   def conditionals(theta, task, xs, l):
     p = unflatten(theta, task)
     h = jnp.tanh(p["prompt"][xs][:, None] + p["position"][l] + p["previous"][None] + p["bias"])
-    return jax.nn.log_softmax(task.ref_log_probs[xs, l] + h @ p["out"] + p["out_bias"], -1)
+    return logits(p, h, task.ref_log_probs[xs, l])
 
-  return autoregressive("neural", init, init, *markov(conditionals), conditionals)
+  def next_token(theta, task, at=None):
+    p = unflatten(theta, task)
+    xs, ls, previous = _grid(task) if at is None else at
+    h = jnp.tanh(p["prompt"][xs] + p["position"][ls] + p["previous"][previous] + p["bias"])
+    return logits(p, h, task.ref_log_probs if at is None else task.ref_log_probs[at])
+
+  return autoregressive("neural", init, init, *markov(conditionals), next_token)
+
+
+def _grid(task) -> tuple[chex.Array, chex.Array, chex.Array]:
+  """Index arrays of every (prompt, position, previous token), broadcasting to (X, L, V+1)."""
+  X, L, V1, _ = task.ref_log_probs.shape
+  return (jnp.arange(X)[:, None, None], jnp.arange(L)[None, :, None],
+          jnp.arange(V1)[None, None, :])
 
 
 POLICIES = {"tabular": tabular, "loglinear": loglinear, "neural": neural}
@@ -221,10 +244,24 @@ POLICIES = {"tabular": tabular, "loglinear": loglinear, "neural": neural}
 
 def every_conditional(pol: Policy, params, task, xs=None) -> chex.Array:
   """A Markov policy's conditionals log π_θ(y_l | x, l, y_{l−1}) at prompts xs (default every
-  prompt), (n, L, V+1, V): the table the regret (2.6) and the DPO term read."""
-  xs = jnp.arange(task.rho.shape[0]) if xs is None else xs
-  return jax.vmap(lambda l: pol.conditionals(params, task, xs, l), out_axes=1)(
-      jnp.arange(task.ref_log_probs.shape[1]))
+  prompt), (n, L, V+1, V): the deployed policy the regret (2.6) scores, the exact bonus's."""
+  if xs is None:
+    return pol.next_token(params, task)
+  _, L, V1, _ = task.ref_log_probs.shape
+  return pol.next_token(params, task, (xs[:, None, None], jnp.arange(L)[None, :, None],
+                                       jnp.arange(V1)[None, None, :]))
+
+
+def log_probs_of_tokens(pol: Policy, params, task, xs, tokens) -> chex.Array:
+  """log π_θ(y_i | x_i) = Σ_l log π_θ(y_{i,l} | x_i, l, y_{i,l−1}) of answers given as tokens
+  (n, L) at prompts xs (n,), (n,): from the n·L rows the answers read where they are fewer than
+  the table's X·L·(V+1) rows, else one gather from the table (`markov.along`)."""
+  X, L, V1, _ = task.ref_log_probs.shape
+  if xs.shape[0] >= X * V1:
+    return along(every_conditional(pol, params, task), xs, tokens)
+  previous = jnp.concatenate([jnp.full_like(tokens[:, :1], V1 - 1), tokens[:, :-1]], axis=1)
+  rows = pol.next_token(params, task, (xs[:, None], jnp.arange(L)[None], previous))  # (n, L, V)
+  return jnp.sum(jnp.take_along_axis(rows, tokens[..., None], axis=-1)[..., 0], axis=1)
 
 
 def sample_tokens(key, pol: Policy, params, task, x) -> chex.Array:
@@ -233,8 +270,9 @@ def sample_tokens(key, pol: Policy, params, task, x) -> chex.Array:
   V, L = _sizes(task)
   def draw(previous, lk):
     l, k = lk
-    token = jax.random.categorical(k, pol.conditionals(params, task, x[None], l)[0, previous])
-    return token.astype(jnp.int32), token.astype(jnp.int32)
+    row = pol.next_token(params, task, (x[None], l[None], previous[None]))[0]
+    token = jax.random.categorical(k, row).astype(jnp.int32)
+    return token, token
   return jax.lax.scan(draw, jnp.int32(V), (jnp.arange(L), jax.random.split(key, L)))[1]
 
 
@@ -262,8 +300,9 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
   * answers by ancestral sampling (`sample_tokens`) from θ^(t−1), θ^(t) or π_ref, as the row
     says; the deployed policy is θ^(t)'s conditionals (X, L, V+1, V) (`Query.log_pi`), which the
     environment scores exactly (`rbx.rlhf.tokens.TokenEnv.feedback`);
-  * the DPO term over the buffer of comparisons (the horizon's), each answer's log π_θ one
-    gather from the conditionals at every prompt (at the buffer's prompts where they are fewer);
+  * the DPO term over the buffer of comparisons (the horizon's), each answer's log π_θ a sum
+    along its tokens (`log_probs_of_tokens`: the L rows it reads, or one gather from θ's table
+    where the buffer's answers outnumber the table's rows);
   * the bonus's E_{a∼π_cal}[log π_θ/π_ref]: by the round's a2 (`cal_samples=0`), k fresh draws
     (`cal_samples=k`), or exactly by a forward pass over π_cal's marginals of the previous
     token (`cal_samples=None`: `markov.expectation`, every prompt weighted by ρ, or
@@ -274,7 +313,7 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
   opt = practical.OPTIMIZERS[optimizer](learning_rate)
 
   def check(task):
-    if pol.conditionals is None:
+    if pol.next_token is None:
       raise ValueError(f"policy={pol.name!r} holds one logit per prefix, an enumeration-size "
                        "policy: on answers as tokens (rbx.rlhf.tokens) use policy='loglinear' or "
                        "'neural'")
@@ -331,20 +370,16 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
     data = state.data.add(obs.x, jnp.where(a1_wins, query.a1, query.a2),
                           jnp.where(a1_wins, query.a2, query.a1))
     alpha_t = schedule(state.t)
-    X, capacity = task.rho.shape[0], data.x.shape[0]
+    capacity = data.x.shape[0]
     log_ref = task.ref_log_probs
     if scheme.bonus:
       xs, draws, weights, log_cal = calibration(key, state, obs, query, task)
     theta_ref = pol.reference(task)
 
     def log_ratios(params, xs, tokens):
-      """log π_θ/π_ref of answers tokens (n, L) at prompts xs (n,): from every prompt's
-      conditionals where there are fewer prompts than answers, else at xs only."""
-      if X <= xs.shape[0]:
-        table, at = every_conditional(pol, params, task), xs
-      else:
-        table, at = every_conditional(pol, params, task, xs), jnp.arange(xs.shape[0])
-      return along(table, at, tokens) - along(log_ref, xs, tokens)
+      """log π_θ/π_ref of answers tokens (n, L) at prompts xs (n,), (n,)."""
+      return (log_probs_of_tokens(pol, params, task, xs, tokens)
+              - along(log_ref, xs, tokens))
 
     def objective(params):
       both = log_ratios(params, jnp.concatenate([data.x, data.x]),
