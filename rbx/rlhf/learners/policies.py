@@ -50,6 +50,10 @@ class Policy(NamedTuple):
       at the index arrays `at` = (xs, ls, previous) (broadcast to a shape S), (*S, V), or
       with `at` None at every one, (X, L, V+1, V) (previous token V: BOS); what the sequence
       agents use on answers as tokens (`rbx.rlhf.tokens`). None for the others.
+    from_table: the sequence agents read given answers' log-probabilities from the whole
+      table `next_token(θ, task)` rather than from the rows the answers read: True where the
+      table is one matrix product that the seeds of a batch share (the log-linear policy; the
+      neural one's table is per seed, its rows cheaper).
   """
   name: str
   init: Callable[[Any], Any]
@@ -59,6 +63,7 @@ class Policy(NamedTuple):
   sample: Callable[[chex.PRNGKey, Any, Any, chex.Array], chex.Array] | None = None
   log_probs_of: Callable[[Any, Any, chex.Array, chex.Array], chex.Array] | None = None
   next_token: Callable[..., chex.Array] | None = None
+  from_table: bool = False
 
 
 def tabular(pi_init=None) -> Policy:

@@ -173,7 +173,8 @@ def loglinear() -> Policy:
       return logits(theta, task, task.ref_log_probs, task.token_features)
     return logits(theta, task, task.ref_log_probs[at], task.token_features[at])
 
-  return autoregressive("loglinear", init, init, *markov(conditionals), next_token)
+  return autoregressive("loglinear", init, init, *markov(conditionals), next_token)._replace(
+      from_table=True)
 
 
 HIDDEN = 32
@@ -254,10 +255,10 @@ def every_conditional(pol: Policy, params, task, xs=None) -> chex.Array:
 
 def log_probs_of_tokens(pol: Policy, params, task, xs, tokens) -> chex.Array:
   """log π_θ(y_i | x_i) = Σ_l log π_θ(y_{i,l} | x_i, l, y_{i,l−1}) of answers given as tokens
-  (n, L) at prompts xs (n,), (n,): from the n·L rows the answers read where they are fewer than
-  the table's X·L·(V+1) rows, else one gather from the table (`markov.along`)."""
-  X, L, V1, _ = task.ref_log_probs.shape
-  if xs.shape[0] >= X * V1:
+  (n, L) at prompts xs (n,), (n,): from the n·L next-token rows the answers read, or with
+  `Policy.from_table` one gather from the whole table (`markov.along`)."""
+  _, L, V1, _ = task.ref_log_probs.shape
+  if pol.from_table:
     return along(every_conditional(pol, params, task), xs, tokens)
   previous = jnp.concatenate([jnp.full_like(tokens[:, :1], V1 - 1), tokens[:, :-1]], axis=1)
   rows = pol.next_token(params, task, (xs[:, None], jnp.arange(L)[None], previous))  # (n, L, V)
@@ -301,8 +302,7 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
     says; the deployed policy is θ^(t)'s conditionals (X, L, V+1, V) (`Query.log_pi`), which the
     environment scores exactly (`rbx.rlhf.tokens.TokenEnv.feedback`);
   * the DPO term over the buffer of comparisons (the horizon's), each answer's log π_θ a sum
-    along its tokens (`log_probs_of_tokens`: the L rows it reads, or one gather from θ's table
-    where the buffer's answers outnumber the table's rows);
+    along its tokens of the L next-token rows it reads (`log_probs_of_tokens`);
   * the bonus's E_{a∼π_cal}[log π_θ/π_ref]: by the round's a2 (`cal_samples=0`), k fresh draws
     (`cal_samples=k`), or exactly by a forward pass over π_cal's marginals of the previous
     token (`cal_samples=None`: `markov.expectation`, every prompt weighted by ρ, or
