@@ -197,8 +197,8 @@ def compare(names, arms: int = 5, steps: int = 2000, seeds: int = 64, instance_s
             level: float = 0.95):
   """Rows of the check (module docstring), two per agent (weak, strong): {agent, regret,
   rbx, duelpy, diff, low, high, agrees} against duelpy as shipped, {paper, paper_diff,
-  paper_low, paper_high, explained} against `paper_classes`', and duelpy_seconds, the
-  shipped loop's seconds over the seeds."""
+  paper_low, paper_high, explained} against `paper_classes`', and duelpy_seconds and
+  duelpy_seed_steps, the shipped loop's seconds and seed-steps over the seeds."""
   env = instance(arms, instance_seed)
   P = preference_matrix(np.asarray(env.r_star[0]))
   res = rbx_sweep(names, env, steps, seeds)
@@ -215,16 +215,17 @@ def compare(names, arms: int = 5, steps: int = 2000, seeds: int = 64, instance_s
                        duelpy=float(shipped.mean()), diff=diff, low=low, high=high,
                        agrees=bool(low <= 0.0 <= high), paper=float(paper[k].mean()),
                        paper_diff=p_diff, paper_low=p_low, paper_high=p_high,
-                       explained=bool(p_low <= 0.0 <= p_high), duelpy_seconds=seconds))
+                       explained=bool(p_low <= 0.0 <= p_high), duelpy_seconds=seconds,
+                       duelpy_seed_steps=seeds * steps))
   return rows
 
 
-def speed(names, arms: int, steps: int, seeds: int, duelpy_rows):
+def speed(names, arms: int, steps: int, seeds: int, duelpy_rows, instance_seed: int = 0):
   """Rows {agent, rbx_seed_steps_per_s, rbx_wall_seed_steps_per_s, duelpy_seed_steps_per_s,
   ratio}: rbx's sweep of `seeds` seeds, one agent a program, against duelpy's loop (the
   check's seconds)."""
   import jax
-  env = instance(arms, 0)
+  env = instance(arms, instance_seed)
   out = []
   for name in names:
     begin = time.perf_counter()
@@ -265,11 +266,10 @@ def main(argv=None) -> None:
   for name in dict.fromkeys(r["agent"] for r in rows):
     print(f"  {name}: {DIFFERENCES[name]}")
   if args.speed_seeds:
-    for r in rows:
-      r["duelpy_seed_steps"] = args.seeds * args.steps
     print(f"\nspeed: rbx {args.speed_seeds} seeds (one program) vs duelpy's loop over "
           f"{args.seeds} seeds, seed-steps/s")
-    for r in speed(args.agents, args.arms, args.steps, args.speed_seeds, rows[::2]):
+    for r in speed(args.agents, args.arms, args.steps, args.speed_seeds, rows[::2],
+                   args.instance_seed):
       print(f"{r['agent']:>10} rbx {r['rbx_seed_steps_per_s']:12,.0f} (with compile "
             f"{r['rbx_wall_seed_steps_per_s']:12,.0f})  duelpy {r['duelpy_seed_steps_per_s']:9,.0f}"
             f"  ratio {r['ratio']:8,.0f}x")
