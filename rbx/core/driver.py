@@ -7,12 +7,12 @@ A sweep is split into work units — one per static grid combination and block o
 compile serves every chunk; a shorter last chunk compiles once more). Between chunks, in
 Python, the driver records the chunk's regret and the environment's named per-step metrics
 (`rbx.core.protocol.add_metrics`, returned by the same program) on the host (`Recorder`),
-advances the progress bar, hands a `Snapshot` of everything to `on_chunk` (the checkpoint)
-and asks `stop()` whether to end early (Ctrl-C); it asks again after every compile, so a stop
-asked for while XLA compiles takes effect as soon as the compile returns, before anything else compiles or runs
-(`rbx run`'s Ctrl-C handler stops at once instead while `compiling()`). Resuming from a
-snapshot repeats exactly the same programs on exactly the same inputs, so the results are
-bit-identical to an uninterrupted run.
+advances the progress bar, hands a `Snapshot` of everything to `on_chunk` (the checkpoint) and
+asks `stop()` whether to end early (Ctrl-C); it asks again after every compile, so a stop
+asked for while XLA compiles takes effect as soon as the compile returns, before anything else
+compiles or runs (`rbx run`'s Ctrl-C handler stops at once instead while `compiling()`).
+Resuming from a snapshot repeats exactly the same programs on exactly the same inputs, so the
+results are bit-identical to an uninterrupted run.
 
 Inside a program the G grid points are vmapped (with an instance axis each point's I
 environment seeds run one after another through `lax.map`, the carry's leading axis G·I:
