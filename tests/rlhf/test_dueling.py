@@ -53,6 +53,24 @@ def test_metrics_through_sel_store_and_frames(swept, tmp_path):
     res.metric("weak")
 
 
+def test_dueling_regrets_are_the_gaps_at_the_observed_prompt():
+  """Every agent's step scores them (env-side, rbx's own agents' Query included): min and max
+  of σ(max r* − r*(a)) − 1/2 at the prompt x; with ties at the maximum the gap is 0 there."""
+  env = rlhf.make_env([[0.0, 1.0, 1.0], [2.0, 0.5, 1.5]], [1 / 3] * 3, 0.5, 2.0)
+  gap = lambda r: 1.0 / (1.0 + np.exp(-(max(r) - np.array(r)))) - 0.5
+  for x, (a1, a2), r in ((0, (2, 0), [0.0, 1.0, 1.0]), (1, (1, 2), [2.0, 0.5, 1.5])):
+    query = rlhf.Query(jnp.int32(a1), jnp.int32(a2), jnp.zeros((2, 3)))
+    got = protocol.step_metrics(env, (), rlhf.Prompt(jnp.int32(x)), query)
+    g = gap(r)[[a1, a2]]
+    np.testing.assert_allclose([got["weak_regret"], got["strong_regret"]], [g.min(), g.max()],
+                               rtol=1e-6)
+  trap = rlhf.random_contextual(jax.random.key(0), 2, 3, 2, beta=0.5, r_max=2.0)
+  metrics = protocol.step_metrics(trap, (), rlhf.Prompt(jnp.int32(1)), query)
+  assert set(metrics) == set(dueling.METRICS)
+  tokens = rlhf.sequences.random_sequences(jax.random.key(0), 2, 2, 2, 2, 0.5, 2.0)
+  assert protocol.step_metrics(tokens, (), None, None) == {}
+
+
 def test_recorder_keeps_metrics_in_its_checkpoint_state():
   rec = Recorder("log", 6, (1, 1, 2), log_points=3)
   values = np.arange(12, dtype=np.float32).reshape(1, 2, 6)

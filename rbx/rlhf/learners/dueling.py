@@ -11,8 +11,8 @@ algorithms do.
 *Notation* (all four papers'): N = W + Wᵀ the comparison counts, μ̂_ij = w_ij / n_ij the
 empirical preference of i over j (1/2 where n_ij = 0), the confidence bounds
 
-    u_ij = μ̂_ij + √(α ln t / n_ij),   l_ij = μ̂_ij − √(α ln t / n_ij)   (u = 1, l = 0 where n_ij = 0,
-                                                                        u_ii = l_ii = 1/2),
+    u_ij = μ̂_ij + √(α ln t / n_ij),   l_ij = μ̂_ij − √(α ln t / n_ij)
+    (u = 1, l = 0 where n_ij = 0; u_ii = l_ii = 1/2),
 
 the Copeland score of a matrix P, #{j ≠ i : p_ij > 1/2}, and θ ~ Beta(W + 1, Wᵀ + 1) a posterior
 sample: θ_ij ~ Beta(w_ij + 1, w_ji + 1) for i < j, θ_ji = 1 − θ_ij, θ_ii = 1/2. α is duelpy's
