@@ -49,6 +49,10 @@ def test_metrics_through_sel_store_and_frames(swept, tmp_path):
     np.testing.assert_array_equal(back.metric(m).regret, res.metric(m).regret)
   assert back.metric("regret").summary() == res.summary()
   assert "metrics beside the regret: strong_regret, weak_regret" in repr(res)
+  df = one.to_dataframe()                                       # (seed, step) rows
+  np.testing.assert_allclose(df["cumulative_weak_regret"],
+                             one.metric("weak_regret").cumulative.reshape(-1))
+  np.testing.assert_allclose(df["strong_regret"], one.metric("strong_regret").regret.reshape(-1))
   with pytest.raises(ValueError, match="metric='weak' is not one of"):
     res.metric("weak")
 
