@@ -32,6 +32,8 @@ Memory (bytes): device ≈ G·S_block·(state per seed) + G·S_block·chunk·4 (
 """
 from __future__ import annotations
 
+import functools
+
 import math
 import os
 import re
@@ -226,18 +228,17 @@ def _lower(programs: "_Programs", unit: _Unit, points, T: int, chunk: int) -> No
   size = unit.seeds.size
   if unit.restored is None:
     programs.lower(("init", unit.c, size), f"init for {unit.label} ({size} seeds)",
-                   lambda: (jax.jit(unit.init), (points, unit.keys)))
+                   lambda: (unit.init, (points, unit.keys), ()))
   full, rest = divmod(T - unit.t, chunk)
   for length in [chunk] * bool(full) + [rest] * bool(rest):
     programs.lower(("chunk", unit.c, size, length),
                    f"chunk for {unit.label} ({size} seeds x {length} steps)",
                    lambda length=length: (
-                       jax.jit(lambda h, s, x, t: unit.chunk(h, s, x, t, length),
-                               donate_argnums=2),
+                       lambda h, s, x, t: unit.chunk(h, s, x, t, length),
                        (points, unit.keys,
                         _sharded(programs.out_info.get(("init", unit.c, size))
                                  or jax.eval_shape(unit.init, points, unit.keys), programs.mesh),
-                        jnp.int32(unit.t + 1))))
+                        jnp.int32(unit.t + 1)), (2,)))
 
 
 def _sizes(sweep: Sweep, options: Options) -> tuple[int, int, int]:
@@ -294,9 +295,9 @@ def trajectory(sweep: Sweep, options: Options = Options(), *, mesh=None, keys=No
 
   def program(key, f, *args):
     if key not in compiled:
-      lowered = jax.jit(f).lower(*args)
+      lowered, hoisted = lower_hoisted(f, args)
       _check_lapack(lowered, mesh)
-      compiled[key] = lowered.compile()
+      compiled[key] = functools.partial(lowered.compile(), *hoisted)
     return compiled[key]
 
   for c, combo in enumerate(sweep.grid.combos()):
@@ -350,15 +351,15 @@ class _Programs:
                                    thread_name_prefix="rbx-compile")
 
   def lower(self, key, what, lower) -> None:
-    """Lowers `jitted.lower(*args)` for `lower() -> (jitted, args)`, unless `key` has been;
-    its outputs' shapes go to `out_info[key]`."""
+    """Lowers `f` at `args` (`lower_hoisted`) for `lower() -> (f, args, donated argument
+    positions)`, unless `key` has been; its outputs' shapes go to `out_info[key]`."""
     if key in self.ready or key in self.pending:
       return
     begin = time.perf_counter()
     _COMPILING.append(what)
     try:
-      jitted, args = lower()
-      lowered = jitted.lower(*args)
+      f, args, donate = lower()
+      lowered, hoisted = lower_hoisted(f, args, donate)
       _check_lapack(lowered, self.mesh)
     finally:
       _COMPILING.pop()
@@ -368,18 +369,19 @@ class _Programs:
     seconds = time.perf_counter() - begin   # is compiled once
     self.stats["compile_seconds"] += seconds
     self.out_info[key] = lowered.out_info
-    self.pending[key] = (what, seconds, self.by_text[text])
+    self.pending[key] = (what, seconds, self.by_text[text], hoisted)
 
   def get(self, key, stop):
     """The compiled program of `key`; raises `_Stopped` when `stop()` says so after a wait."""
     if key not in self.ready:
-      what, lowering, future = self.pending.pop(key)
+      what, lowering, future, hoisted = self.pending.pop(key)
       begin = time.perf_counter()
       _COMPILING.append(what)
       try:
-        self.ready[key], seconds = future.result()
+        compiled, seconds = future.result()
       finally:
         _COMPILING.pop()
+      self.ready[key] = functools.partial(compiled, *hoisted) if hoisted else compiled
       self.stats["compile_seconds"] += time.perf_counter() - begin
       if future in self.reported:        # the same program as an earlier key: not compiled again
         seconds = 0.0
@@ -393,6 +395,36 @@ class _Programs:
   def close(self) -> None:
     """Drops the compiles not yet started (a stopped sweep); those under way finish."""
     self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+HOIST_BYTES = 1 << 16
+"""Arrays a program captures (an environment's: features, tables) of at least this many bytes
+are passed to it as arguments instead of compiled into it as constants (`lower_hoisted`)."""
+
+
+def lower_hoisted(f: Callable, args: tuple, donate: tuple[int, ...] = ()):
+  """(`jax.jit(f, donate_argnums=donate).lower(*args)`, ()) — or, where f captures arrays of
+  `HOIST_BYTES` or more (the environment a sweep's `build` returns), (the program of
+  g(hoisted, *args) = f(*args) with those arrays as its first argument, (hoisted,)): call the
+  compiled program with `*hoisted` first. Compiled in, large constants cost XLA seconds to
+  minutes (constant folding; the persistent cache hashing and writing them: 60 s against 1.3 s
+  for a 340 MB sequence environment) and the cache their size on disk; a program that captures
+  none is lowered as before (the same text, the same bits)."""
+  traced = jax.jit(f, donate_argnums=donate).trace(*args)
+  consts = list(traced.jaxpr.consts)
+  big = [i for i, c in enumerate(consts) if getattr(c, "nbytes", 0) >= HOIST_BYTES]
+  if not big:
+    return traced.lower(), ()
+  jaxpr, out_tree = traced.jaxpr.jaxpr, jax.tree.structure(traced.out_info)
+
+  def g(hoisted, *a):
+    values = list(consts)
+    for i, v in zip(big, hoisted):
+      values[i] = v
+    return jax.tree.unflatten(out_tree, jax.core.eval_jaxpr(jaxpr, values, *jax.tree.leaves(a)))
+
+  hoisted = [consts[i] for i in big]
+  return jax.jit(g, donate_argnums=tuple(d + 1 for d in donate)).lower(hoisted, *args), (hoisted,)
 
 
 def _check_lapack(lowered, mesh) -> None:

@@ -459,7 +459,8 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str | Non
 CLASS_NAME = "sequence"
 PARAMS = {
     **{k: practical.PARAMS[k] for k in ("optimizer", "learning_rate", "train_steps", "l2", "data")},
-    "policy": reg.string(POLICIES, doc="the autoregressive policy (rbx.rlhf.learners.sequence)"),
+    "policy": reg.string(POLICIES, doc="the autoregressive policy (rbx.rlhf.learners.sequence; "
+                         "default tabular on enumerated answers, loglinear on tokens)"),
     "hidden": reg.integer(1, optional=True, doc="the neural policy's width")}
 
 
