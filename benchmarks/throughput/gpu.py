@@ -35,7 +35,7 @@ from benchmarks.throughput import compile_time, sequence_throughput
 from rbx import neural, rlhf
 from rbx.core import compile_cache
 from rbx.runs import demo
-from rbx.rlhf import registry as rlhf_registry
+from rbx.rlhf import registry as rlhf_registry, sequences
 
 # Each data set's (rows, features, classes), from shared/datasets/MANIFEST.json.
 SHAPES = {"adult": (48842, 14, 2), "covertype": (581012, 54, 7), "magic": (19020, 10, 2),
@@ -63,9 +63,12 @@ SWEEPS = {
 # Sequence rows (rbx.rlhf.sequences, log-linear policy, d = 16): label -> (agent, |X|, V, L,
 # seeds, steps, chunk) per scale; the enumeration's seconds are a row of their own per size.
 SEQUENCE_SWEEPS = {
-    "full": {f"{agent}, V^L = {V ** L:,}": (agent, 64, V, L, 256, 20, 5)
-             for V, L in ((8, 4), (16, 4))
-             for agent in ("sequence_dpo", "sequence_xpo", "sequence_vpo", "sequence_algorithm1")},
+    "full": {**{f"{agent}, V^L = {V ** L:,}": (agent, 64, V, L, 256, 20, 5)
+                for V, L in ((8, 4), (16, 4))
+                for agent in ("sequence_dpo", "sequence_xpo", "sequence_vpo",
+                              "sequence_algorithm1")},
+             **{f"{agent}, tokens, V = L = 32": (agent, 64, 32, 32, 256, 20, 5)
+                for agent in ("sequence_dpo", "sequence_algorithm1")}},
     "tiny": {f"{agent}, V^L = 8": (agent, 4, 2, 3, 4, 4, 2)
              for agent in ("sequence_dpo", "sequence_algorithm1")},
 }
@@ -101,14 +104,17 @@ def sweep_rows(label, spec, seconds) -> str:
 
 
 def sequence_rows(specs: dict, seconds) -> str:
-  """Per (|X|, V, L): the enumeration's seconds (`random_sequences`, a second build, its
-  operations compiled), then `batch_rows` of each agent on the log-linear policy."""
+  """Per (|X|, V, L): the environment's seconds to build (`random_sequences`, a second build,
+  its operations compiled; enumerated up to 65,536 answers, token arrays beyond), then
+  `batch_rows` of each agent on the log-linear policy."""
   lines, envs = "", {}
   for label, (agent, X, V, L, seeds, steps, chunk) in specs.items():
     if (X, V, L) not in envs:
-      envs[X, V, L], seconds_built = sequence_throughput.build(X, V, L, 16)
-      lines += row(f"sequence enumeration, V^L = {V ** L:,}", f"|X| = {X}, V = {V}, L = {L}, "
-                   "d = 16", value=seconds_built, unit="s to build")
+      enumerated = V ** L <= sequences.MAX_ANSWERS
+      envs[X, V, L], seconds_built = sequence_throughput.build(X, V, L, 16, enumerated)
+      what = f"enumeration, V^L = {V ** L:,}" if enumerated else f"tokens, V^L = {V}^{L}"
+      lines += row(f"sequence {what}", f"|X| = {X}, V = {V}, L = {L}, d = 16",
+                   value=seconds_built, unit="s to build")
     lines += batch_rows(label, envs[X, V, L], rlhf.get(agent, policy="loglinear"),
                         f"{agent}, log-linear, |X| = {X}, V = {V}, L = {L}", seeds, steps, chunk,
                         seconds)
