@@ -293,6 +293,7 @@ def _random_tokens(key, num_prompts, vocab, length, dim, beta, r_max, enumerate)
   _checks.positive_int("dim", dim)
   if enumerates(vocab, length, enumerate):
     answers(vocab, length)                                          # the cap
+  tokens_lib.check_memory(num_prompts, vocab, length, dim)
   k1, k2 = jax.random.split(key)
   psi = jax.random.normal(k1, (num_prompts, length, vocab + 1, vocab, dim)) / np.sqrt(dim)
   return psi, jax.random.normal(k2, (dim,))

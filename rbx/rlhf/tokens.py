@@ -148,6 +148,24 @@ def check_sizes(vocab: int, length: int) -> None:
   _checks.positive_int("length", length)
 
 
+def check_memory(num_prompts: int, vocab: int, length: int, dim: int) -> int:
+  """The bytes of an environment's per-token arrays — ψ (X, L, V+1, V, d) and three (X, L,
+  V+1, V) tables, float32 — returned after checking that they fit in the host's available
+  memory (`rbx.core.memory`), before anything is drawn; ValueError stating both and the sizes
+  to shrink otherwise."""
+  from rbx.core import memory
+  rows = num_prompts * length * (vocab + 1) * vocab
+  need = 4 * rows * (dim + 3)
+  free, source = memory.host_available()
+  if free is not None and need > free:
+    raise ValueError(
+        f"the token features ψ (num_prompts={num_prompts}, length={length}, vocab + 1 = "
+        f"{vocab + 1}, vocab={vocab}, dim={dim}) and the per-token tables need "
+        f"{memory.show(need)} but {memory.show(free)} is available ({source}): use fewer "
+        "prompts, a smaller dim, vocab or length")
+  return need
+
+
 def make_tokens(token_features, theta_star, beta, r_max, ref_logits=None, rho=None,
                 learner_r_max=None) -> TokenEnv:
   """A `TokenEnv` from token features ψ and θ*: r* = r_max (θ*ᵀφ − m)/(M − m) with m, M the

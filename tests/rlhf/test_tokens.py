@@ -81,5 +81,7 @@ def test_answers_of_10_to_the_48_tokens_arrays_run_and_wrong_classes_are_refused
       rlhf.sweep(lambda: (env, agent), {}, seeds=1, steps=1, progress=False)
   with pytest.raises(ValueError, match="vocab ... length must be <= 65,536|enumerate=False"):
     sequences.random_sequences(jax.random.key(0), 2, 32, 32, 2, 0.5, 2.0, enumerate=True)
+  with pytest.raises(ValueError, match=r"need .* but .* is available .*fewer prompts"):
+    sequences.random_sequences(jax.random.key(0), 10 ** 4, 256, 128, 64, 0.5, 2.0)  # 2.8 TiB
   with pytest.raises(ValueError, match="enumerate must be True, False or None"):
     sequences.random_sequences(jax.random.key(0), 2, 3, 3, 2, 0.5, 2.0, enumerate="yes")
