@@ -1,23 +1,28 @@
 """The memory a sweep needs, estimated from its sizes before anything is allocated, against
 what the machine has free.
 
-With C static combinations, G numeric grid points, S seeds, R recorded steps, B seeds per
-work unit (`seed_block`, at most this process's seeds), c steps per chunk, s bytes of
-carried state per seed and grid point (the largest combination's), n devices and a seed
-batch of b:
+With C static combinations, G numeric grid points, S seeds, R recorded steps, m named
+per-step metrics recorded beside the regret (`rbx.core.protocol.add_metrics`, e.g. the RLHF
+environments' weak and strong dueling regrets: m = 2), B seeds per work unit (`seed_block`,
+at most this process's seeds), c steps per chunk, s bytes of carried state per seed and grid
+point (the largest combination's), n devices and a seed batch of b:
 
-  host   = C·G·S·R·w · k     the records (w = 4 bytes for record "steps", else 8), k = 2
-                            when checkpoints are written (one copy while a file is written)
-         + C·G·S·8 + S·8     R(t) so far, the seeds
-         + G·B·(s + 12·c)    a unit's state copied out for a checkpoint; a chunk's regret
-                            and its float64 running sum
-  device = G·⌈B/n⌉·(s + 4·c) + G·b·s   per device: a unit's state and a chunk's regret, and
-                                       at least the state of the seed batch being stepped
+  host   = (1+m)·C·G·S·R·w · k    the records of the regret and of each metric (w = 4 bytes
+                                 for record "steps", else 8), k = 2 when checkpoints are
+                                 written (one copy while a file is written)
+         + (1+m)·C·G·S·8 + S·8   their sums so far, the seeds
+         + G·B·(s + 12·(1+m)·c)  a unit's state copied out for a checkpoint; a chunk's regret
+                                 and metrics and their float64 running sums
+  device = G·⌈B/n⌉·(s + 4·(1+m)·c) + G·b·s   per device: a unit's state and a chunk's regret
+                                             and metrics, and at least the state of the seed
+                                             batch being stepped
 
-The host has its MemAvailable of /proc/meminfo (else `os.sysconf`); an accelerator the
-`bytes_limit` less `bytes_in_use` of its `memory_stats()`. On a CPU the devices' arrays live
-in host memory, so both parts count against the host's. Arrays an agent makes inside a step
-are not counted: the estimate is a floor, and `check` refuses only a sweep above it.
+Each metric is kept as the regret is (`rbx.core.record`), so with m = 2 the records are three
+times the regret's alone. The host has its MemAvailable of /proc/meminfo (else
+`os.sysconf`); an accelerator the `bytes_limit` less `bytes_in_use` of its `memory_stats()`.
+On a CPU the devices' arrays live in host memory, so both parts count against the host's.
+Arrays an agent makes inside a step are not counted: the estimate is a floor, and `check`
+refuses only a sweep above it.
 """
 from __future__ import annotations
 
@@ -37,24 +42,28 @@ class Estimate(NamedTuple):
 
 def estimate(*, combos: int, points: int, seeds: int, recorded: int, record: str, block: int,
              chunk: int, state: int, devices: int, seed_batch: int,
-             checkpoint: bool) -> Estimate:
+             checkpoint: bool, metrics: int = 0) -> Estimate:
   """The bytes of a sweep of these sizes (see the module docstring); `record` is "steps",
-  "log" or "summary", `recorded` the number of steps it keeps."""
+  "log" or "summary", `recorded` the number of steps it keeps, `metrics` the number of named
+  per-step metrics recorded beside the regret."""
   width = 4 if record == "steps" else 8
   copies = 2 if checkpoint else 1
-  C, G, S = combos, points, seeds
+  C, G, S, kept = combos, points, seeds, 1 + metrics
+  what = "the regret" + (f" and {metrics} metric(s)" if metrics else "")
   host_parts = [
-      (f"the records ({C * G} grid point(s) x {S:,} seeds x {recorded:,} step(s) x {width} bytes"
+      (f"the records of {what} ({kept} x {C * G} grid point(s) x {S:,} seeds x {recorded:,} "
+       f"step(s) x {width} bytes"
        + (", twice while a checkpoint is written)" if copies == 2 else ")"),
-       C * G * S * recorded * width * copies),
-      (f"R(t) so far and the seeds ({C * G + 1} x {S:,} x 8 bytes)", (C * G + 1) * S * 8),
-      (f"a chunk on the host ({G} x {block:,} seeds x ({state} bytes of state + 12 x {chunk:,} "
-       "steps))", G * block * (state + 12 * chunk)),
+       kept * C * G * S * recorded * width * copies),
+      (f"the sums so far and the seeds (({kept} x {C * G} + 1) x {S:,} x 8 bytes)",
+       (kept * C * G + 1) * S * 8),
+      (f"a chunk on the host ({G} x {block:,} seeds x ({state} bytes of state + 12 x {kept} x "
+       f"{chunk:,} steps))", G * block * (state + 12 * kept * chunk)),
   ]
   per_device = math.ceil(block / devices)
   device_parts = [
-      (f"a unit's state and a chunk's regret ({G} x {per_device:,} seeds x ({state} + 4 x "
-       f"{chunk:,}) bytes)", G * per_device * (state + 4 * chunk)),
+      (f"a unit's state and a chunk's records ({G} x {per_device:,} seeds x ({state} + 4 x "
+       f"{kept} x {chunk:,}) bytes)", G * per_device * (state + 4 * kept * chunk)),
       (f"a seed batch's state ({G} x {min(seed_batch, per_device)} x {state} bytes)",
        G * min(seed_batch, per_device) * state),
   ]

@@ -29,7 +29,7 @@ the same trajectory whatever seeds or grid points share its batch.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import chex
@@ -96,31 +96,61 @@ class Transition(NamedTuple):
   metrics: dict = {}
 
 
-_METRICS: dict[type, Callable[[Any, Any, Any, Any], dict]] = {}
+_METRICS: dict[type, tuple[Callable[[Any, Any, Any, Any], dict], tuple[str, ...]]] = {}
 
 
-def add_metrics(env_type: type, metrics: Callable[[Any, Any, Any, Any], dict]) -> None:
+def add_metrics(env_type: type, metrics: Callable[[Any, Any, Any, Any], dict],
+                names: Sequence[str]) -> None:
   """Declares the named per-step metrics of the environments of `env_type` (and of its
   subclasses): `metrics(env, env_state, obs, action) -> {name: float32 scalar}`, pure and
   traceable, scored by every run beside the regret (`Transition.metrics`) and recorded by the
-  sweep under each name (`rbx.Results.metric`). A name may not be "regret"."""
+  sweep under each name (`rbx.Results.metric`). `names` are the keys it returns, declared
+  so that a sweep knows its records before anything is traced (`metric_names`: the memory
+  estimate, `rbx.core.memory`); none may be "regret"."""
   if not isinstance(env_type, type) or not callable(metrics):
     raise ValueError(f"add_metrics takes an environment class and a function, got "
                      f"{env_type!r}, {metrics!r}")
-  _METRICS[env_type] = metrics
+  if isinstance(names, str):
+    raise ValueError(f"add_metrics: names must be a sequence of names, got the string {names!r}")
+  names = tuple(names)
+  if (not names or not all(isinstance(n, str) and n for n in names)
+      or len(set(names)) < len(names)):
+    raise ValueError(f"add_metrics: names must be distinct non-empty strings, got {names!r}")
+  if "regret" in names:
+    raise ValueError(f"add_metrics: names {names!r} include 'regret', which is the regret's "
+                     "own name")
+  _METRICS[env_type] = (metrics, names)
+
+
+def _declared(env) -> tuple[type, Callable, tuple[str, ...]] | None:
+  """(class, function, names) that `add_metrics` declares for `env`'s type (the nearest class
+  in its MRO), or None."""
+  for cls in type(env).__mro__:
+    if cls in _METRICS:
+      return (cls, *_METRICS[cls])
+  return None
+
+
+def metric_names(env) -> tuple[str, ...]:
+  """The names of the per-step metrics declared for `env`'s type (`add_metrics`), in the
+  declared order; () where none are declared. Nothing is traced."""
+  declared = _declared(env)
+  return () if declared is None else declared[2]
 
 
 def step_metrics(env, env_state, obs, action) -> dict:
   """The named per-step metrics that `add_metrics` declares for `env`'s type (the nearest
-  class in its MRO), as float32 scalars; {} where none are declared."""
-  for cls in type(env).__mro__:
-    if cls in _METRICS:
-      out = _METRICS[cls](env, env_state, obs, action)
-      if "regret" in out:
-        raise ValueError(f"the metrics of {cls.__name__} name one 'regret', which is the "
-                         "regret's own name")
-      return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
-  return {}
+  class in its MRO), as float32 scalars; {} where none are declared. ValueError when the
+  function returns other names than it declared."""
+  declared = _declared(env)
+  if declared is None:
+    return {}
+  cls, metrics, names = declared
+  out = metrics(env, env_state, obs, action)
+  if set(out) != set(names):
+    raise ValueError(f"the metrics of {cls.__name__} returned {sorted(out)}, but add_metrics "
+                     f"declared {list(names)}")
+  return {k: jnp.asarray(out[k], jnp.float32) for k in names}
 
 
 class Run(NamedTuple):

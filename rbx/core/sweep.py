@@ -60,6 +60,8 @@ class Plan(NamedTuple):
       combination's).
     unchecked: one grid point's (env, agent) of each agent whose protocol is still to be
       traced (`protocol.check`), which `run` and `trajectory` do first; () once checked.
+    metrics: the names of the per-step metrics the sweep records beside the regret: those
+      its environments declare (`protocol.metric_names`), over every grid point.
   """
   sweep: driver.Sweep
   runs: dict[str, dict[str, Any]] | None
@@ -67,6 +69,7 @@ class Plan(NamedTuple):
   seed_batch: batching.Choice
   state_bytes: int
   unchecked: tuple[tuple[Any, protocol.Agent], ...]
+  metrics: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,8 +182,9 @@ def plan(build, grid, steps: int, *, static: Sequence[str] | None = None,
   state = _state_bytes(work)
   choice = (_seed_batch(work, family, envs, mesh, state) if seed_batch is None
             else batching.given(seed_batch))
+  metrics = tuple(dict.fromkeys(n for env in envs for n in protocol.metric_names(env)))
   return Plan(work, grid_lib.run_table(grid), mesh, choice, state,
-              () if check else tuple(first.values()))
+              () if check else tuple(first.values()), metrics)
 
 
 def _check_instance_fields(grid) -> None:
@@ -334,7 +338,7 @@ def check_memory(plan: Plan, seeds: int, options: RunOptions = RunOptions(),
       combos=len(work.grid.combos()), points=work.grid.num_points * instances, seeds=seeds,
       recorded=recorded, record=driven.record, block=block, chunk=min(chunk, work.steps),
       state=plan.state_bytes, devices=len(used), seed_batch=driven.seed_batch,
-      checkpoint=checkpoint)
+      checkpoint=checkpoint, metrics=len(plan.metrics))
   memory.check(need, used)
   return need
 

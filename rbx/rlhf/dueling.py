@@ -84,5 +84,5 @@ def require_condorcet(agent: str):
   return requires
 
 
-protocol.add_metrics(env_lib.PreferenceEnv, dueling_regrets)
-protocol.add_metrics(contextual.ContextualPreferenceEnv, dueling_regrets)
+protocol.add_metrics(env_lib.PreferenceEnv, dueling_regrets, METRICS)
+protocol.add_metrics(contextual.ContextualPreferenceEnv, dueling_regrets, METRICS)

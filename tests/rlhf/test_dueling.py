@@ -8,6 +8,7 @@ import pytest
 
 from rbx import rlhf
 from rbx.core import protocol
+from rbx.core import sweep as sweep_lib
 from rbx.core.record import Recorder
 from rbx.rlhf import dueling
 from rbx.rlhf.learners import dueling as agents
@@ -73,6 +74,37 @@ def test_dueling_regrets_are_the_gaps_at_the_observed_prompt():
   assert set(metrics) == set(dueling.METRICS)
   tokens = rlhf.sequences.random_sequences(jax.random.key(0), 2, 2, 2, 2, 0.5, 2.0)
   assert protocol.step_metrics(tokens, (), None, None) == {}
+
+
+def test_the_memory_estimate_counts_the_metrics_the_run_records(swept):
+  """The estimate's records are the regret's and each metric's arrays the run kept, byte for
+  byte, its sums one float64 per seed and grid point each (names known before anything
+  traces: `protocol.metric_names`)."""
+  env, res = swept
+  build = lambda agent: (env, rlhf.get(agent))
+  plan = sweep_lib.plan(build, {"agent": list(NAMES)}, 300, check=False)
+  assert plan.metrics == protocol.metric_names(env) == dueling.METRICS
+  need = sweep_lib.check_memory(plan, 6, sweep_lib.RunOptions(record="steps"))
+  parts = dict((what.split(" (")[0], b) for what, b in need.host_parts)
+  kept = [res.regret] + [res.metrics[m] for m in res.metric_names]
+  assert parts["the records of the regret and 2 metric(s)"] == sum(a.nbytes for a in kept)
+  assert parts["the sums so far and the seeds"] == (3 * 4 + 1) * 6 * 8
+  alone = sweep_lib.check_memory(plan._replace(metrics=()), 6,
+                                 sweep_lib.RunOptions(record="steps"))
+  assert alone.host_parts[0][1] == res.regret.nbytes
+
+
+def test_declared_metric_names_are_checked():
+  class Env:
+    pass
+  with pytest.raises(ValueError, match="include 'regret'"):
+    protocol.add_metrics(Env, lambda *a: {}, ("regret",))
+  with pytest.raises(ValueError, match="names must be a sequence of names, got the string"):
+    protocol.add_metrics(Env, lambda *a: {}, "weak")
+  protocol.add_metrics(Env, lambda *a: {"weak": 0.0}, ("strong",))
+  with pytest.raises(ValueError, match=r"returned \['weak'\], but add_metrics declared "
+                     r"\['strong'\]"):
+    protocol.step_metrics(Env(), (), None, None)
 
 
 def test_recorder_keeps_metrics_in_its_checkpoint_state():
