@@ -393,13 +393,16 @@ def _merge(args) -> int:
 
 
 def _print_summary(directory) -> None:
-  """Prints the first section of the run's report (R(T) per grid point with its 95% CI),
-  without writing the report or its plots."""
+  """Prints the run's report's sections of R(T) per grid point with its 95% CI and of the
+  recorded metrics (`report.METRICS`, where the run has any), without writing the report or
+  its plots."""
   from rbx.runs import report
   res = report.load(directory)
   text = report.markdown(res, {}, report.reference_exponent(res))
-  section = text.split("\n## ", 2)[1].rstrip("\n")
-  print(f"\n## {section}\n\n`rbx report {directory}` writes the whole report with its plots.")
+  sections = text.split("\n## ")[1:]
+  shown = [sections[0]] + [s for s in sections[1:] if s.startswith(report.METRICS)]
+  body = "\n\n## ".join(s.rstrip("\n") for s in shown)
+  print(f"\n## {body}\n\n`rbx report {directory}` writes the whole report with its plots.")
 
 
 def _add_compile_cache(parser) -> None:

@@ -75,6 +75,46 @@ def test_run_shrinks_a_config_from_the_command_line_and_records_it(tmp_path):
     cli.main(["run", "--resume", str(out), "--steps", "5"])
 
 
+def test_run_and_report_show_each_recorded_metric(tmp_path, capsys):
+  """`rbx run`'s end-of-run summary and `rbx report` give M(T) of the weak and strong dueling
+  regrets per grid point beside R(T): the mean over seeds of each metric's sum over steps."""
+  cfg = tmp_path / "duel.toml"
+  cfg.write_text("""family = "rlhf"
+seeds = 3
+steps = 8
+[env]
+name = "example2"
+kappa = 10.0
+beta = 0.5
+r_max = 2.0
+[agent.solver]
+starts = 2
+iterations = 2
+line_search = 2
+keep = 2
+[grid]
+agent = ["rucb", "algorithm1"]
+""")
+  out = tmp_path / "run"
+  assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 0
+  printed = capsys.readouterr().out
+  assert cli.main(["report", str(out)]) == 0
+  text = (out / "report.md").read_text()
+  res = store.load(out)
+  assert sorted(res.metric_names) == ["strong_regret", "weak_regret"]
+  for shown in (printed, text):
+    assert "## Cumulative regret R(T)" in shown and "## Recorded metrics at T" in shown
+    section = shown.split("## Recorded metrics at T")[1].split("\n## ")[0]
+    tables = section.split("### ")[1:]
+    for table, name in zip(tables, res.metric_names):
+      assert table.startswith(name)
+      rows = {line.split(" | ")[0].strip("| "): line.split(" | ")
+              for line in table.splitlines() if line.startswith(("| rucb", "| algorithm1"))}
+      means = res.metric(name).final().mean(axis=-1)                 # (agent,)
+      for agent, mean in zip(res.coords["agent"], means):
+        assert float(rows[agent][2]) == pytest.approx(mean, rel=1e-3, abs=1e-3)
+
+
 def test_demo_shows_the_progress_bar_unless_told_not_to(monkeypatch, capsys):
   def sweep(build, grid, seeds, steps, progress):      # the real bar around a stand-in sweep
     bar = progress_lib.Progress(len(grid["agent"]) * seeds * steps, enabled=progress)
@@ -168,6 +208,7 @@ def test_report_and_plot_of_an_interrupted_run_say_partial(tmp_path, monkeypatch
   assert text.startswith("# Tiny (partial: step 2 of 6)") and "status **interrupted**" in text
   assert f"Continue it with `rbx run --resume {out}`." in text and "DIR" not in text
   assert "| 0.5 | 3 |" in text
+  assert "## Recorded metrics at 2" in text        # the checkpoint's metrics, cut as R(t)
   assert cli.main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 0
   assert (tmp_path / "figs" / "cumulative.png").is_file()
   # the cumulative plot's band and stuck panel from the command line; an unknown band refused

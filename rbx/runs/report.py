@@ -1,6 +1,7 @@
 """`rbx report DIR`: a Markdown summary of a run directory (`rbx.runs.experiment`) — what ran,
-where and how fast, R(T) per grid point with its 95% CI (clipped at 0) and quantiles, the
-regret exponents, and the plots (`rbx.core.plots`). It sits beside `rbx.runs.experiment`, above
+where and how fast, R(T) per grid point with its 95% CI (clipped at 0) and quantiles, the same
+of each named metric recorded beside the regret (`metrics_section`), the regret exponents, and
+the plots (`rbx.core.plots`). It sits beside `rbx.runs.experiment`, above
 the shared machinery of `rbx.core` that it reads with.
 
 An interrupted run, or one still running (no results yet, a checkpoint), is reported from its
@@ -257,7 +258,8 @@ def load(directory: str | os.PathLike) -> results_lib.Results:
   rows = grid.num_points * (1 if instances is None else instances.size)
   recorder = Recorder(config.record, config.steps,
                       (len(grid.combos()), rows, config.seeds.size), config.log_points)
-  recorder.restore({"data": arrays["records.data"], "cum": arrays["records.cum"]})
+  recorder.restore({k[len("records."):]: v for k, v in arrays.items()
+                    if k.startswith("records.")})         # the regret's and the metrics
   reached = int(meta["t"]) or config.steps  # the bar's t; 0: the units before are done
   return partial(results_lib.from_records(
       grid, config.seeds, recorder, recorder.data, instances, complete=False,
@@ -286,8 +288,9 @@ def partial(res: results_lib.Results) -> results_lib.Results:
   seeds = (reach[started] > 0).all(axis=0)
   k = int(reach[started][:, seeds].min())
   coords = {**res.coords, "seed": res.coords["seed"][seeds], "step": res.coords["step"][:k]}
+  metrics = {name: v[..., seeds, :k] for name, v in (res.metrics or {}).items()} or None
   return dataclasses.replace(res, coords=coords, complete=False,
-                             **{field: data[..., seeds, :k]})
+                             **{field: data[..., seeds, :k]}, metrics=metrics)
 
 
 def writable(directory: str | os.PathLike, suggest_out: bool = True) -> Path:
@@ -373,6 +376,7 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None,
   fields = list(res.fields)
   if "cumulative" in figures:
     lines += ["", f"![cumulative regret]({figures['cumulative']})"]
+  lines += metrics_section(res)
   if "scaling" in figures:
     t = res.coords["step"]
     mean = res.instance_means().cumulative.mean(axis=-2).reshape(-1, t.size)
@@ -395,8 +399,32 @@ def markdown(res: results_lib.Results, figures: dict[str, Path], reference=None,
   return "\n".join(lines) + "\n"
 
 
+METRICS = "Recorded metrics"
+
+
+def metrics_section(res: results_lib.Results) -> list[str]:
+  """The lines of the report's section `METRICS` (none when the run recorded no named
+  metrics): for each per-step metric m_t that the environment records beside the regret
+  (`Results.metric`, e.g. the RLHF environments' weak and strong dueling regrets), its
+  cumulative value M(T) = Σ_{t ≤ T} m_t per grid point, with R(T)'s statistics
+  (`summary_table`)."""
+  if not res.metric_names:
+    return []
+  t_end = "T" if res.complete else str(int(res.coords["step"][-1]))
+  lines = ["", f"## {METRICS} at {t_end}", "",
+           f"Each named per-step metric m_t recorded beside the regret, summed to M({t_end}) = "
+           f"Σ_{{t ≤ {t_end}}} m_t, with the same statistics as R({t_end}) above"
+           + (" (weak_regret, strong_regret: the classic dueling regrets against the "
+              "Condorcet winner, docs/algorithms.md)"
+              if {"weak_regret", "strong_regret"} <= set(res.metric_names) else "") + "."]
+  for name in res.metric_names:
+    lines += ["", f"### {name}", "", *summary_table(res.metric(name))]
+  return lines
+
+
 def summary_table(res: results_lib.Results) -> list[str]:
-  """R(T) per grid point as the lines of a Markdown table (`Results.summary`): n, mean, std,
+  """The final cumulative value per grid point — R(T), or M(T) of the metric of
+  `res.metric(name)` — as the lines of a Markdown table (`Results.summary`): n, mean, std,
   95% CI, median and 10–90% quantiles, all in one number format (`results.column`: the
   decimals that give the largest 4 significant digits)."""
   rows = res.summary()
