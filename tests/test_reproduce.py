@@ -32,3 +32,17 @@ def test_a_section_is_saved_with_the_command_that_reruns_it(tmp_path, monkeypatc
   lines = path.read_text().split("\n")
   assert lines[0] == "<!-- finding: a finding -->" and lines[1] == "## Fake section"
   assert "`python -m benchmarks.reproduction.reproduce --only fake`" in lines[3] and lines[5] == "body"
+
+
+def test_the_saved_sections_assemble_into_every_section_of_the_report(tmp_path):
+  """Regenerating REPRODUCTION.md from the saved sections (`--assemble`) keeps every section
+  it holds, in its order: each is listed in SECTIONS with its module and a saved file."""
+  import importlib.util
+  from benchmarks import ROOT
+  saved = ROOT / "benchmarks" / "results" / "reproduction"
+  assert all(importlib.util.find_spec(f"benchmarks.reproduction.{name}")
+             for name in reproduce.SECTIONS + [reproduce.CLOSING])
+  assert reproduce.assemble(Figures(saved, "fig"), tmp_path / "R.md") == []
+  headings = lambda text: [line for line in text.splitlines() if line.startswith("## ")]
+  assert headings((tmp_path / "R.md").read_text()) == headings(
+      (ROOT / "REPRODUCTION.md").read_text())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import jax
 import numpy as np
@@ -108,28 +109,10 @@ def run(ctx: Context) -> tuple[str, str]:
 
 
 def main() -> None:
-  """Prints the section as REPRODUCTION.md holds it: heading, the line saying how it was
-  measured, body. (`benchmarks.reproduction.reproduce` does not list it among its sections.)"""
-  import datetime
-  import platform
-  import subprocess
-  import tempfile
-  import time
-  from pathlib import Path
-
-  import rbx
-  from benchmarks.reproduction.common import Figures
-  commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip() or "unknown"
-  begin = time.perf_counter()
-  text, _ = run(Context(full=False, figdir=Figures(Path(tempfile.mkdtemp()), "fig")))
-  heading, _, body = text.partition("\n")
-  dev = jax.devices()
-  print(f"{heading}\n\n*Measured by `python -m benchmarks.reproduction.dueling` (scale "
-        f"**quick**) on {datetime.date.today().isoformat()} at commit {commit}: rbx "
-        f"{rbx.__version__}, jax {jax.__version__}, {dev[0].platform} ({len(dev)} device(s): "
-        f"{dev[0].device_kind}), {platform.machine()}; {time.perf_counter() - begin:.0f} s.*"
-        f"\n{body.rstrip()}")
+  """`python -m benchmarks.reproduction.reproduce --only dueling` (its options too): runs the
+  section, saves it with the line saying how it was measured, and reassembles the report."""
+  from benchmarks.reproduction import reproduce
+  reproduce.main(["--only", "dueling", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ from benchmarks import ROOT
 from benchmarks.reproduction.common import Context, Figures
 
 # The report's sections in order; each names a module of benchmarks/reproduction/.
-SECTIONS = ["propositions", "learner_box", "comparison", "exponents", "hard_instances",
-            "scaling", "practical", "linear", "sequences", "tables", "timing"]
+SECTIONS = ["propositions", "learner_box", "comparison", "dueling", "exponents",
+            "hard_instances", "scaling", "practical", "linear", "sequences", "tables", "timing"]
 # The closing section: no computation, rewritten on every run.
 CLOSING = "differences"
 # Older names for groups of sections, still accepted by --only and --skip.
