@@ -129,7 +129,9 @@ def test_sequence_section_resumes_from_its_cells(ctx, monkeypatch, tmp_path):
   monkeypatch.setattr(sequences, "CELLS", powered.Cells(tmp_path / "cells", "sequences",
                                                         sequences.CELLS.pattern))
   monkeypatch.setattr(sequences, "QUICK", sequences.Sizes(
-      prompts=(1,), shapes=((2, 2),), steps=8, seeds=3, block=3, tabular=(1, 2, (2,), 1)))
+      prompts=(1,), shapes=((2, 2),), steps=8, seeds=3, block=3, tabular=(1, 2, (), 1),
+      longer=(1, 2, (3,))))
+  monkeypatch.setattr(sequences, "ENUMERATED", 4)          # L = 3: 8 answers, as token arrays
   monkeypatch.setattr(sequences, "INSTANCES", ("hard",))
   monkeypatch.setattr(sequences, "AGENTS", ("sequence_xpo", sequences.CONTROL))
   text, finding = sequences.run(ctx._replace(budget=0))       # nothing computed yet
@@ -138,6 +140,7 @@ def test_sequence_section_resumes_from_its_cells(ctx, monkeypatch, tmp_path):
   assert len(list((tmp_path / "cells").glob("*.npz"))) == 4
   rows = [r for r in text.splitlines() if r.startswith("| hard |")]
   assert len(rows) == 4 and sum("| control |" in r for r in rows) == 2
+  assert "| hard | loglinear | 3 | 8 | sequence_xpo |" in text and "token arrays" in text
   assert "Holm over 2 comparisons" in finding and "Not yet run" not in text
   # a second run reads every cell back: no agent runs
   monkeypatch.setattr(sequences.CELLS, "compute", lambda *a: pytest.fail("recomputed a cell"))

@@ -49,24 +49,32 @@ class Sizes:
   block: int                            # of `block`
   tabular: tuple                        # (|X|, V, lengths, blocks): the tabular policy's cells,
                                         # hard only
+  longer: tuple = ()                    # (|X|, V, lengths): the log-linear policy's cells on
+                                        # the hard instance beyond the enumeration (tokens)
 
 
 # Sized for this CPU as a resumable background job: at T = 1,000 a block of 64 seeds takes
 # about 1–2.5 minutes per agent on the log-linear policy (the DPO term reads the whole buffer
 # at each of the 20 Adam steps of a round), about 5 on the tabular one. (V, L) = (8, 6) has 262,144 answers, beyond the enumeration's cap.
 QUICK = Sizes(prompts=(1, 64), shapes=((4, 2), (4, 4), (4, 6), (8, 2), (8, 4)), steps=1000,
-              seeds=256, block=64, tabular=(1, 4, (2, 4), 1))
+              seeds=256, block=64, tabular=(1, 4, (2, 4), 1), longer=(1, 4, (8, 16, 32)))
+ENUMERATED = 4_096
+"""The cells with V^L up to this many answers run on the enumerated answers (as they were first
+computed); longer ones on token arrays (`rbx.rlhf.tokens`: the same agents, the same exact
+regret, tests/rlhf/test_tokens.py)."""
 FULL = QUICK
 
 
 def env(inst: str, X: int, V: int, L: int):
   """The instance: r_max = 2L (reward 2 a token, so r_max/(Lβ) = 8 at every L), d = 8, β =
   0.25, `key(0)`; the hard one with ε = 0.02 (π_ref(y*|x) = 0.02^L), the random one with a
-  uniform π_ref."""
+  uniform π_ref; enumerated up to `ENUMERATED` answers, token arrays beyond."""
+  answers = None if V ** L <= ENUMERATED else False
   if inst == "hard":
     return sequences.hard_sequences(jax.random.key(0), X, V, L, DIM, BETA,
-                                    REWARD_PER_TOKEN * L, EPSILON)
-  return sequences.random_sequences(jax.random.key(0), X, V, L, DIM, BETA, REWARD_PER_TOKEN * L)
+                                    REWARD_PER_TOKEN * L, EPSILON, enumerate=answers)
+  return sequences.random_sequences(jax.random.key(0), X, V, L, DIM, BETA, REWARD_PER_TOKEN * L,
+                                    enumerate=answers)
 
 
 def _agent(name: str, policy: str):
@@ -79,14 +87,18 @@ def _agent(name: str, policy: str):
 def _cells(scale: Sizes) -> list[tuple]:
   """Cells in the order they are computed: block by block; in a block the fewest prompts
   first, at each |X| the smallest V, the hard instance before its random control, L
-  increasing, the log-linear policy; after the first block, the tabular policy's cells (the
-  hard instance at one (|X|, V), the lengths of that V)."""
+  increasing, the log-linear policy, then the block's longer cells (the hard instance beyond
+  the enumeration); after the first block, the tabular policy's cells (the hard instance at
+  one (|X|, V), the lengths of that V)."""
   X_tab, V_tab, lengths, blocks_tab = scale.tabular
+  X_long, V_long, long_lengths = scale.longer or (None, None, ())
   tabular = [("hard", X_tab, V_tab, L, "tabular", name, b) for b in range(blocks_tab)
              for L in lengths for name in AGENTS]
   loglinear = [[(inst, X, V, L, "loglinear", name, b)
                 for X in scale.prompts for V in sorted({v for v, _ in scale.shapes})
                 for inst in INSTANCES for v, L in scale.shapes if v == V for name in AGENTS]
+               + [("hard", X_long, V_long, L, "loglinear", name, b) for L in long_lengths
+                  for name in AGENTS]
                for b in range(scale.seeds // scale.block)]
   return loglinear[0] + tabular + [c for block in loglinear[1:] for c in block]
 
@@ -139,7 +151,11 @@ def run(ctx: Context) -> tuple[str, str]:
   lines = [
       f"## {TITLE}", "",
       f"Design: |X| ∈ {list(scale.prompts)}, (V, L) ∈ {[tuple(s) for s in scale.shapes]} "
-      f"(V^L answers, all enumerated), T = {scale.steps}, {scale.seeds} seeds per agent in "
+      f"(V^L answers, enumerated)"
+      + (f" and, on the hard instance at |X| = {scale.longer[0]}, V = {scale.longer[1]}, "
+         f"L ∈ {list(scale.longer[2])} (answers as token arrays, `rbx.rlhf.tokens`: the same "
+         "agents and exact regret, nothing of size V^L)" if scale.longer else "")
+      + f", T = {scale.steps}, {scale.seeds} seeds per agent in "
       f"blocks of {scale.block}; d = {DIM}, β = {BETA:g}, r_max = {REWARD_PER_TOKEN:g}·L (a "
       f"token's share of the reward fixed, r_max/(Lβ) = {REWARD_PER_TOKEN / BETA:g}), `key(0)`. "
       f"*hard*: `sequences.hard_sequences(…, epsilon={EPSILON:g})`, r*(x, y) = (r_max/L)·#{{l: "
@@ -195,7 +211,8 @@ def run(ctx: Context) -> tuple[str, str]:
                 "| instance | policy | L | V^L | agent | " + powered.HEADER,
                 "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
       for c in sorted(mine, key=lambda c: order((c[0], c[3], c[4])) + (AGENTS.index(c[5]),)):
-        lines.append(f"| {c[0]} | {c[4]} | {c[3]} | {V ** c[3]:,} | {c[5]} | "
+        size = f"{V ** c[3]:,}" if V ** c[3] < 10 ** 9 else f"{V}^{c[3]}"
+        lines.append(f"| {c[0]} | {c[4]} | {c[3]} | {size} | {c[5]} | "
                      + powered.row(mine[c], comparisons.get(c), c[5] == CONTROL) + " |")
       lines.append("")
   return "\n".join(lines), _finding(comparisons, scale, missing)
@@ -222,7 +239,8 @@ def main(argv=None):
   p.add_argument("--instances", nargs="+", default=list(INSTANCES), choices=INSTANCES)
   p.add_argument("--prompts", nargs="+", type=int, default=list(QUICK.prompts))
   p.add_argument("--vocab", nargs="+", type=int, default=sorted({v for v, _ in QUICK.shapes}))
-  p.add_argument("--lengths", nargs="+", type=int, default=sorted({l for _, l in QUICK.shapes}))
+  p.add_argument("--lengths", nargs="+", type=int,
+                 default=sorted({l for _, l in QUICK.shapes} | set(QUICK.longer[2])))
   p.add_argument("--blocks", nargs="+", type=int, default=list(range(QUICK.seeds // QUICK.block)))
   p.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
   args = p.parse_args(argv)
