@@ -281,7 +281,7 @@ def register_plot(subparsers) -> None:
 
 def register_report(subparsers) -> None:
   """Adds `rbx report DIR [--out OUT] [--log] [--band B] [--stuck THRESHOLD]
-  [--compare LABEL...] [--level L] [--power P]`."""
+  [--compare LABEL...] [--level L] [--power P] [--tune-seeds K]`."""
   p = subparsers.add_parser(
       "report", help="write DIR/report.md: summary, CIs, exponents, plots",
       description="Writes report.md and plots/ of the run in DIR into DIR (or --out); an "
@@ -301,6 +301,9 @@ def register_report(subparsers) -> None:
                       "(default 0.95)")
   p.add_argument("--power", type=float, default=0.8,
                  help="the power of the detectable difference (default 0.8)")
+  p.add_argument("--tune-seeds", type=int, metavar="K",
+                 help="select each agent's alpha on the run's first K seeds and report it on "
+                      "the others only (docs/runs.md)")
   p.set_defaults(handler=_report)
 
 
@@ -464,12 +467,12 @@ def _report(args) -> int:
   from rbx.runs import checkpoint, report
   try:
     path = report.write(args.dir, args.out, args.log, args.band, args.stuck,
-                        compare=args.compare, level=args.level,
+                        compare=args.compare, level=args.level, tune_seeds=args.tune_seeds,
                         power=args.power)
   except (ValueError, OSError, checkpoint.CheckpointError) as e:
     return _fail("report", e)
   text = path.read_text()
-  for title in (report.DECOMPOSITION, report.COMPARISONS):    # the sections of the report's end
+  for title in (report.DECOMPOSITION, report.TUNED, report.COMPARISONS):   # the report's end
     if f"\n## {title}" in text:
       section = text.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
       print(f"## {title}{section.rstrip()}\n")

@@ -31,17 +31,19 @@ REPORT = "report.md"
 def write(directory: str | os.PathLike, out: str | os.PathLike | None = None,
           log: bool = False, band: str = "quantile", stuck: float | None = None,
           compare: list[str] = (), level: float = stats.LEVEL,
-          power: float = stats.POWER) -> Path:
+          power: float = stats.POWER, tune_seeds: int | None = None) -> Path:
   """Writes report.md and plots/ into `out` (default the run `directory`); returns its path.
   `log`: a log regret axis in the cumulative plot; `band`: its bands (`plots.cumulative`:
   "quantile", "ci" or "none"); `stuck`: its panel of the share of seeds whose per-step
   regret is still ≥ `stuck`; `compare`: labels whose paired differences the report ends
   with (`comparisons`, at `level` and `power`), checked before anything is written, after
   the split of each agent's advantage into sampling and bonus where the grid has it
-  (`decomposition`)."""
+  (`decomposition`) and, with `tune_seeds`, each agent at its α selected on those seeds
+  (`tuned`)."""
   res = load(directory)
-  section = decomposition(res, level, power) + (
-      comparisons(res, compare, level, power) if compare else [])
+  section = (decomposition(res, level, power)
+             + (tuned(res, tune_seeds, level, power) if tune_seeds is not None else [])
+             + (comparisons(res, compare, level, power) if compare else []))
   target = writable(directory if out is None else out, suggest_out=out is None)
   reference = reference_exponent(res)
   figures = plots.plot_all(res, target / "plots", reference, log, band, stuck)
@@ -120,6 +122,48 @@ def comparisons(res: results_lib.Results, labels: list[str], level: float = stat
 
 DECOMPOSITION = "Sampling and bonus"
 EFFECTS = ("scheme − control", "sampling: α = 0 − control", "bonus: scheme − α = 0")
+TUNED = "α tuned on held-out seeds"
+
+
+def _agents_at_alpha(res: results_lib.Results, samples: np.ndarray):
+  """(family, grid points, the fields beside agent and alpha, {(registered agent, α, other
+  fields' cells): grid point index}) of a run with "agent" and "alpha" in its grid whose
+  family is known, over the points whose `samples` (points, n) are finite; None otherwise."""
+  family = registry.FAMILIES.get((res.config or {}).get("family"))
+  if family is None or not {"agent", "alpha"} <= set(res.fields):
+    return None
+  where = results_lib.points(res)
+  rest = [f for f in res.fields if f not in ("agent", "alpha")]
+  at = {}
+  for i, p in enumerate(where):
+    if (p["agent"] is not None and is_number(p["alpha"]) and np.isfinite(p["alpha"])
+        and np.isfinite(samples[i]).all()):
+      other = tuple(results_lib.cell(p[f]) for f in rest)
+      at.setdefault((family.agents.resolve(p["agent"]), float(p["alpha"]), other), i)
+  return family, where, rest, at
+
+
+def _paired_family(pairs: dict, level: float, power: float, section: str, where) -> dict:
+  """{key: `stats.Comparison`} of `pairs` {key: (grid point i, a samples, b samples)}, Holm over
+  them all; a ValueError naming the section and the grid point otherwise."""
+  family = {}
+  for key, (i, a, b) in pairs.items():
+    try:
+      family[key] = stats.paired(a, b, level)
+    except ValueError as e:
+      raise ValueError(f"{section} at {where[i]}: {e}") from e
+  return stats.holm(family, power)
+
+
+def _intervals(family: dict) -> dict:
+  """{key: "mean [low, high]"} of comparisons in one number format, bold where separated."""
+  text = iter(results_lib.column([v for c in family.values() for v in (c.mean, c.low, c.high)]))
+  shown = {}
+  for key, c in family.items():
+    mean, low, high = next(text), next(text), next(text)
+    bold = "**" if c.separated else ""
+    shown[key] = f"{bold}{mean}{bold} [{low}, {high}]"
+  return shown
 
 
 def decomposition(res: results_lib.Results, level: float = stats.LEVEL,
@@ -137,40 +181,24 @@ def decomposition(res: results_lib.Results, level: float = stats.LEVEL,
   draws its answers by its scheme's rule (XPO's a2 from π_ref, Algorithm 1's from the
   previous policy, …) with the same keys, and fits without the bonus: what sampling alone
   does. The control explores nowhere and ignores α."""
-  family = registry.FAMILIES.get((res.config or {}).get("family"))
-  fields = list(res.fields)
-  if family is None or not {"agent", "alpha"} <= set(fields):
-    return []
-  where = results_lib.points(res)
   samples = _samples(res, res.instances)
-  rest = [f for f in fields if f not in ("agent", "alpha")]
-  at = {}                          # (registered agent, α, other fields) -> grid point index
-  for i, p in enumerate(where):
-    if (p["agent"] is not None and is_number(p["alpha"]) and np.isfinite(p["alpha"])
-        and np.isfinite(samples[i]).all()):
-      other = tuple(results_lib.cell(p[f]) for f in rest)
-      at.setdefault((family.agents.resolve(p["agent"]), float(p["alpha"]), other), i)
+  found = _agents_at_alpha(res, samples)
+  if found is None:
+    return []
+  family, where, rest, at = found
   cells = {}
   for (agent, alpha, other), i in at.items():
-    control = family.control(agent)
     zero = at.get((agent, 0.0, other))
-    controls = [j for (a, _, o), j in at.items() if a == control and o == other]
+    controls = [j for (a, _, o), j in at.items() if a == family.control(agent) and o == other]
     if alpha != 0.0 and zero is not None and controls:
       cells[i] = (controls[0], zero)
   if not cells:
     return []
   rows = {i: dict(zip(EFFECTS, ((i, c), (zero, c), (i, zero)))) for i, (c, zero) in cells.items()}
-  pairs = {}                       # (a, b) -> a − b; a sampling effect serves every α's row
-  for i, row in rows.items():
-    for a, b in row.values():
-      try:
-        pairs.setdefault((a, b), stats.paired(samples[a], samples[b], level))
-      except ValueError as e:
-        raise ValueError(f"{DECOMPOSITION} at {where[i]}: {e}") from e
-  pairs = stats.holm(pairs, power)
-  values = [v for c in pairs.values() for v in (c.mean, c.low, c.high)]
-  text = iter(results_lib.column(values))
-  shown = {key: (next(text), next(text), next(text)) for key in pairs}
+  pairs = {(a, b): (i, samples[a], samples[b])   # a sampling effect serves every α's row
+           for i, row in rows.items() for a, b in row.values()}
+  compared = _paired_family(pairs, level, power, DECOMPOSITION, where)
+  shown = _intervals(compared)
   over = ("the instances (each instance's mean over its seeds)" if res.instances
           else "seeds (seed s draws the same prompts and keys under each)")
   lines = ["", f"## {DECOMPOSITION}", "",
@@ -179,20 +207,77 @@ def decomposition(res: results_lib.Results, level: float = stats.LEVEL,
            "effect (the agent at α = 0 — its scheme's draws of the answers, no bonus — minus "
            "the control) + the bonus effect (the agent at its α minus at α = 0). Each is the "
            f"mean paired difference over {over} with its {level:.0%} Student-t interval; bold: "
-           f"Holm-adjusted p below {1 - level:.2g} over these {len(pairs)} distinct differences "
-           "(`rbx.core.stats`).", "",
+           f"Holm-adjusted p below {1 - level:.2g} over these {len(compared)} distinct "
+           "differences (`rbx.core.stats`).", "",
            "| " + " | ".join(["agent", "alpha", *rest, "control", "n", *EFFECTS]) + " |",
            "|" + "---|" * (len(rest) + 4 + len(EFFECTS))]
   for i, row in rows.items():
-    entries = []
-    for key in row.values():
-      mean, low, high = shown[key]
-      bold = "**" if pairs[key].separated else ""
-      entries.append(f"{bold}{mean}{bold} [{low}, {high}]")
     lines.append("| " + " | ".join(
         [results_lib.cell(where[i][f]) for f in ("agent", "alpha", *rest)]
-        + [results_lib.cell(where[cells[i][0]]["agent"]), str(pairs[row[EFFECTS[0]]].n),
-           *entries]) + " |")
+        + [results_lib.cell(where[cells[i][0]]["agent"]), str(compared[row[EFFECTS[0]]].n),
+           *(shown[key] for key in row.values())]) + " |")
+  return lines
+
+
+def tuned(res: results_lib.Results, tune_seeds: int, level: float = stats.LEVEL,
+          power: float = stats.POWER) -> list[str]:
+  """The lines of the report's section `TUNED`: each agent's α selected on the run's first
+  `tune_seeds` seeds (the least mean R(T) over the grid's α's, α = 0 included) and reported on
+  the others only, so the selection never sees the seeds it is judged on: its R(T) there with
+  a `level` Student-t interval and, where the family names a control (`Family.control`), R(T)
+  minus the control's, paired over the held-out seeds, Holm over the agents (over instances:
+  the first `tune_seeds` seeds of every instance select, each instance's mean over its other
+  seeds is a sample).
+
+  Raises:
+    ValueError: a run without "agent" and "alpha" in its grid, or `tune_seeds` not leaving at
+      least 2 seeds on each side (naming the run's seeds).
+  """
+  final = res.final()
+  S = final.shape[-1]
+  if not 2 <= tune_seeds <= S - 2:
+    raise ValueError(f"--tune-seeds must leave at least 2 seeds on each side of the run's {S}, "
+                     f"got {tune_seeds}")
+  split = [final[..., :tune_seeds], final[..., tune_seeds:]]
+  if res.instances:
+    split = [part.mean(axis=-1) for part in split]
+  selecting, held_out = (part.reshape(-1, part.shape[-1]) for part in split)
+  found = _agents_at_alpha(res, held_out)
+  if found is None:
+    raise ValueError("--tune-seeds selects α per agent: the run's grid needs the fields agent "
+                     f"and alpha, it has {list(res.fields)}")
+  family, where, rest, at = found
+  groups = {}
+  for (agent, alpha, other), i in at.items():
+    groups.setdefault((agent, other), []).append(i)
+  best = {key: min(points, key=lambda i: selecting[i].mean()) for key, points in groups.items()
+          if len(points) >= 2}
+  controls = {key: next((j for (a, _, o), j in at.items()
+                         if a == family.control(key[0]) and o == key[1]), None) for key in best}
+  pairs = {key: (i, held_out[i], held_out[controls[key]])
+           for key, i in best.items() if controls[key] is not None}
+  compared = _paired_family(pairs, level, power, TUNED, where)
+  shown = _intervals(compared)
+  n = held_out.shape[-1]
+  t = stats.t_quantile((1 + level) / 2, n - 1)
+  text = iter(results_lib.column([v for i in best.values() for v in (
+      float(held_out[i].mean()), float(t * held_out[i].std(ddof=1) / np.sqrt(n)))]))
+  lines = ["", f"## {TUNED}", "",
+           f"Each agent's α selected on the first {tune_seeds} seeds (the least mean R(T) over "
+           f"the grid's α's) and reported on the other {S - tune_seeds} only: R(T) there with its "
+           f"{level:.0%} Student-t interval (± its half-width) and, beside its control, R(T) − "
+           "the control's paired over the held-out seeds, bold where Holm's adjusted p is below "
+           f"{1 - level:.2g} over these {len(compared)} comparisons.", "",
+           "| " + " | ".join(["agent", *rest, "selected alpha", "n", "R(T)", "control",
+                              "− control"]) + " |", "|" + "---|" * (len(rest) + 6)]
+  for key, i in best.items():
+    mean, half = next(text), next(text)
+    c = controls[key]
+    lines.append("| " + " | ".join(
+        [results_lib.cell(where[i][f]) for f in ("agent", *rest, "alpha")]
+        + [str(n), f"{mean} ± {half}",
+           "" if c is None else results_lib.cell(where[c]["agent"]), shown.get(key, "")])
+        + " |")
   return lines
 
 

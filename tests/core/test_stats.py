@@ -167,3 +167,36 @@ def test_report_splits_each_schemes_advantage_into_sampling_and_bonus(tmp_path, 
   (sub / "config.toml").write_text('family = "rlhf"\nsteps = 100\n')
   assert cli.main(["report", str(sub)]) == 0
   assert "Sampling and bonus" not in capsys.readouterr().out
+
+
+def test_report_tunes_alpha_on_some_seeds_and_reports_it_on_the_others(tmp_path, capsys):
+  # xpo's α = 1 is best on seeds 0–4 and α = 3 on seeds 5–9: α = 1 is selected and reported
+  # on seeds 5–9 only, where it is not the best
+  rng = np.random.default_rng(2)
+  final = rng.uniform(20, 30, (2, 3, 10, 1))              # (agent, alpha, seed, step)
+  final[0] = final[0, :1]                                  # greedy ignores α
+  final[1, 1, :5] -= 8
+  final[1, 2, 5:] -= 8
+  coords = {"agent": np.array(["greedy", "xpo"]), "alpha": np.array([0.0, 1.0, 3.0]),
+            "seed": np.arange(10), "step": np.array([100])}
+  run = tmp_path / "run"
+  rbx.save(Results(("agent", "alpha", "seed", "step"), coords, recorded=final), run)
+  (run / "config.toml").write_text('family = "rlhf"\nsteps = 100\n')
+  assert cli.main(["report", str(run), "--tune-seeds", "5"]) == 0
+  out = capsys.readouterr().out
+  assert "## α tuned on held-out seeds" in out and "first 5 seeds" in out
+  section = out.split("## α tuned on held-out seeds")[1]
+  row = next(r for r in section.splitlines() if r.startswith("| xpo |")).split(" | ")
+  held = final[1, 1, 5:, 0]
+  c = stats.paired(held, final[0, 0, 5:, 0])
+  assert row[1:3] == ["1", "5"] and float(row[3].split(" ± ")[0]) == pytest.approx(held.mean(), abs=0.01)
+  assert row[4] == "greedy" and float(row[5].split(" [")[0].strip("*")) == pytest.approx(c.mean, abs=0.01)
+  for args, message in [(["--tune-seeds", "9"], "at least 2 seeds on each side of the run's 10"),
+                        (["--tune-seeds", "1"], "at least 2 seeds on each side")]:
+    assert cli.main(["report", str(run), "--out", str(tmp_path / "r"), *args]) == cli.EXIT_ERROR
+    assert message in capsys.readouterr().err
+  beta = tmp_path / "beta"
+  rbx.save(Results(("agent", "beta", "seed", "step"), {**coords, "beta": coords["alpha"]},
+                   recorded=final), beta)
+  assert cli.main(["report", str(beta), "--tune-seeds", "5"]) == cli.EXIT_ERROR
+  assert "needs the fields agent and alpha" in capsys.readouterr().err
