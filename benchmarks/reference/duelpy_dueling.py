@@ -4,6 +4,7 @@ already run: the same preference matrix, the same T, S seeds each; and the speed
     pip install '.[duelpy]'
     python -m benchmarks.reference.duelpy_dueling                 # 64 seeds, T = 2,000, K = 5
     python -m benchmarks.reference.duelpy_dueling --speed-seeds 1024
+    python -m benchmarks.reference.duelpy_dueling --speed-only --speed-seeds 1024 --seed-batches default 16
 
 duelpy 1.0.0 (2021) uses `np.float`, removed in NumPy 1.24: it runs in rbx's environment with
 the alias `np.float = float` set before it is imported (`import_duelpy`), nothing else changed.
@@ -21,8 +22,10 @@ override only those methods). "agrees" when the first interval holds 0; "explain
 only the second does.
 
 *The speed.* Seed-steps per second: rbx's sweep of `--speed-seeds` seeds (one compiled
-program; its run seconds, and its wall seconds with the compile) against duelpy's Python
-loop over the check's seeds, on the same machine in one run.
+program; its run seconds, and its wall seconds with the compile), at each of
+`--seed-batches` (default: the default seed batch), against duelpy's Python loop over the
+check's seeds (`--speed-only`: over `--seeds` seeds, without the check), on the same machine
+in one run.
 """
 from __future__ import annotations
 
@@ -220,25 +223,40 @@ def compare(names, arms: int = 5, steps: int = 2000, seeds: int = 64, instance_s
   return rows
 
 
-def speed(names, arms: int, steps: int, seeds: int, duelpy_rows, instance_seed: int = 0):
-  """Rows {agent, rbx_seed_steps_per_s, rbx_wall_seed_steps_per_s, duelpy_seed_steps_per_s,
-  ratio}: rbx's sweep of `seeds` seeds, one agent a program, against duelpy's loop (the
-  check's seconds)."""
-  import jax
+def speed(names, arms: int, steps: int, seeds: int, duelpy_rows, instance_seed: int = 0,
+          seed_batches=(None,)):
+  """Rows {agent, seed_batch, seed_batch_reason, rbx_seed_steps_per_s,
+  rbx_wall_seed_steps_per_s, duelpy_seed_steps_per_s, ratio}: rbx's sweep of `seeds` seeds,
+  one agent a program, at each of `seed_batches` (None: the default, `rbx.core.batching`),
+  side by side, against duelpy's loop (`duelpy_rows`' seconds)."""
   env = instance(arms, instance_seed)
   out = []
   for name in names:
-    begin = time.perf_counter()
-    res = rbx_sweep([name], env, steps, seeds,
-                    seed_batch=max(1, seeds // jax.local_device_count()))
-    wall = time.perf_counter() - begin
-    ours = res.timing["seed_steps"] / res.timing["run_seconds"]
     row = next(r for r in duelpy_rows if r["agent"] == name)
     theirs = row["duelpy_seed_steps"] / row["duelpy_seconds"]
-    out.append(dict(agent=name, rbx_seed_steps_per_s=ours,
-                    rbx_wall_seed_steps_per_s=seeds * steps / wall,
-                    duelpy_seed_steps_per_s=theirs, ratio=ours / theirs))
+    for batch in seed_batches:
+      begin = time.perf_counter()
+      res = rbx_sweep([name], env, steps, seeds, seed_batch=batch)
+      wall = time.perf_counter() - begin
+      ours = res.timing["seed_steps"] / res.timing["run_seconds"]
+      out.append(dict(agent=name, seed_batch=res.timing["seed_batch"],
+                      seed_batch_reason=res.timing["seed_batch_reason"],
+                      rbx_seed_steps_per_s=ours, rbx_wall_seed_steps_per_s=seeds * steps / wall,
+                      duelpy_seed_steps_per_s=theirs, ratio=ours / theirs))
   return out
+
+
+def duelpy_speed(names, arms: int, steps: int, seeds: int, instance_seed: int = 0):
+  """Rows {agent, duelpy_seconds, duelpy_seed_steps} of duelpy's loop as shipped over `seeds`
+  seeds, without the check (`--speed-only`)."""
+  P = preference_matrix(np.asarray(instance(arms, instance_seed).r_star[0]))
+  return [dict(agent=name, duelpy_seconds=duelpy_sweep(name, P, steps, seeds)[2],
+               duelpy_seed_steps=seeds * steps) for name in names]
+
+
+def _batch(text: str) -> int | None:
+  """A --seed-batches entry: a positive int, or "default" (None)."""
+  return None if text == "default" else int(text)
 
 
 def main(argv=None) -> None:
@@ -250,7 +268,18 @@ def main(argv=None) -> None:
   p.add_argument("--instance-seed", type=int, default=0)
   p.add_argument("--speed-seeds", type=int, default=0,
                  help="also time rbx's sweep of this many seeds against duelpy's loop")
+  p.add_argument("--speed-only", action="store_true",
+                 help="skip the check: time duelpy's loop over --seeds seeds, then rbx's sweep")
+  p.add_argument("--seed-batches", nargs="+", type=_batch, default=[None],
+                 metavar="B", help="time rbx's sweep at each of these seed batches side by side "
+                 "(\"default\": the default rule's; default: only that)")
   args = p.parse_args(argv)
+  if args.speed_only:
+    if not args.speed_seeds:
+      p.error("--speed-only needs --speed-seeds")
+    _print_speed(args, duelpy_speed(args.agents, args.arms, args.steps, args.seeds,
+                                    args.instance_seed))
+    return
   rows = compare(args.agents, args.arms, args.steps, args.seeds, args.instance_seed)
   print(f"K = {args.arms}, T = {args.steps}, {args.seeds} seeds each; mean R(T); rbx − duelpy "
         "with its 95% Welch interval, against duelpy as shipped and with the named "
@@ -266,13 +295,18 @@ def main(argv=None) -> None:
   for name in dict.fromkeys(r["agent"] for r in rows):
     print(f"  {name}: {DIFFERENCES[name]}")
   if args.speed_seeds:
-    print(f"\nspeed: rbx {args.speed_seeds} seeds (one program) vs duelpy's loop over "
-          f"{args.seeds} seeds, seed-steps/s")
-    for r in speed(args.agents, args.arms, args.steps, args.speed_seeds, rows[::2],
-                   args.instance_seed):
-      print(f"{r['agent']:>10} rbx {r['rbx_seed_steps_per_s']:12,.0f} (with compile "
-            f"{r['rbx_wall_seed_steps_per_s']:12,.0f})  duelpy {r['duelpy_seed_steps_per_s']:9,.0f}"
-            f"  ratio {r['ratio']:8,.0f}x")
+    _print_speed(args, rows[::2])
+
+
+def _print_speed(args, duelpy_rows) -> None:
+  print(f"\nspeed: K = {args.arms}, T = {args.steps}; rbx {args.speed_seeds} seeds (one program "
+        f"an agent and seed batch) vs duelpy's loop over {args.seeds} seeds, seed-steps/s")
+  for r in speed(args.agents, args.arms, args.steps, args.speed_seeds, duelpy_rows,
+                 args.instance_seed, args.seed_batches):
+    print(f"{r['agent']:>10} batch {r['seed_batch']:>4} rbx {r['rbx_seed_steps_per_s']:12,.0f} "
+          f"(with compile {r['rbx_wall_seed_steps_per_s']:12,.0f})  duelpy "
+          f"{r['duelpy_seed_steps_per_s']:9,.0f}  ratio {r['ratio']:8,.0f}x  "
+          f"({r['seed_batch_reason']})")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ config and the device kind only — never on the number of seeds, the slice, or 
 On a CPU the family's cache rule decides (`rbx.core.registry.Family.cpu_seed_batch`; rlhf:
 the largest power of two ≤ 16 with seeds × |X| × A² ≤ 2^16, neural: 1): on a CPU a batch
 that leaves the caches runs slower per seed-step, not faster, and padding a small run to
-a batch this size costs little.
+a batch this size costs little. An agent may declare its own rule in its family's place
+(`rbx.core.Agent.cpu_seed_batch`, e.g. the dueling baselines' cheap steps: 128); a sweep
+takes the smallest batch over its grid points (`Family.cpu_choice`).
 
 On an accelerator the device's total memory decides (`memory_stats()` bytes_limit, the same
 for every device of a kind and settings): with a per-seed working set of w bytes — the

@@ -58,12 +58,18 @@ class Agent(NamedTuple):
       on an instance without a Condorcet winner). It sees the environment's arrays where
       they are concrete (a sweep's plan, `simulate`: before anything compiles) and should
       skip value checks on traced ones.
+    cpu_seed_batch: None (its family's CPU rule), or `cpu_seed_batch(env) -> int`, the seeds
+      this agent is vmapped over at once per CPU device on `env`, in place of its family's
+      cache rule: for an agent whose step is much cheaper than the family's costliest, which
+      sizes that rule (e.g. the dueling baselines beside the RLHF family's exact solver).
+      A sweep takes the smallest over its grid points (`rbx.core.batching`).
   """
   name: str
   init: Callable[[chex.PRNGKey, Any, int], Any]
   act: Callable[[chex.PRNGKey, Any, Any, Any], tuple[Any, Any]]
   update: Callable[[chex.PRNGKey, Any, Any, Any, Any, Any], Any]
   requires: Callable[[Any], None] | None = None
+  cpu_seed_batch: Callable[[Any], int] | None = None
 
 
 class Environment(Protocol):

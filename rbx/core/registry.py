@@ -225,10 +225,22 @@ class Family:
     self.reference_exponent = reference_exponent or (lambda results, point: None)
     self.control = control
 
-  def cpu_choice(self, envs) -> batching.Choice:
-    """The CPU seed batch of a sweep over these environments: the smallest of theirs."""
-    return batching.Choice(min(self.cpu_seed_batch(env) for env in envs),
-                           f"cpu cache rule: {self.cpu_rule}")
+  def cpu_choice(self, envs, agents=None) -> batching.Choice:
+    """The CPU seed batch of a sweep over these environments — with `agents`, the agent of
+    each grid point beside its environment — the smallest of theirs: an agent's own
+    (`Agent.cpu_seed_batch`) where it declares one, else the family's rule's."""
+    agents = [None] * len(envs) if agents is None else list(agents)
+    if len(agents) != len(envs):
+      raise ValueError(f"cpu_choice: {len(agents)} agents for {len(envs)} environments")
+    sizes = []
+    for env, agent in zip(envs, agents):
+      own = getattr(agent, "cpu_seed_batch", None)
+      sizes.append((own(env), agent.name) if own is not None else (self.cpu_seed_batch(env), None))
+    batch = min(size for size, _ in sizes)
+    if any(by is None for size, by in sizes if size == batch):
+      return batching.Choice(batch, f"cpu cache rule: {self.cpu_rule}")
+    names = ", ".join(dict.fromkeys(by for size, by in sizes if size == batch))
+    return batching.Choice(batch, f"cpu: the agents' own rule ({names}; Agent.cpu_seed_batch)")
 
   def working_set(self, envs, state: int) -> int:
     """Bytes per seed of a sweep over these environments with `state` bytes of carried

@@ -180,7 +180,8 @@ def plan(build, grid, steps: int, *, static: Sequence[str] | None = None,
   work = _driver_sweep(build, grid, None, steps, static)._replace(instances=instances)
   mesh = devices_lib.seed_mesh(devices)
   state = _state_bytes(work)
-  choice = (_seed_batch(work, family, envs, mesh, state) if seed_batch is None
+  choice = (_seed_batch(work, family, envs, mesh, state, [agent for _, agent in built])
+            if seed_batch is None
             else batching.given(seed_batch))
   metrics = tuple(dict.fromkeys(n for env in envs for n in protocol.metric_names(env)))
   return Plan(work, grid_lib.run_table(grid), mesh, choice, state,
@@ -293,16 +294,18 @@ def _on_devices(go, mesh):
 
 
 def default_seed_batch(build, grid, steps: int, *, static: Sequence[str],
-                       envs: Sequence[Any], devices: int | None = None) -> batching.Choice:
+                       envs: Sequence[Any], devices: int | None = None,
+                       agents: Sequence[protocol.Agent] | None = None) -> batching.Choice:
   """The default seed batch of a sweep over `grid`, whose grid points' environments are
-  `envs` (`rbx.core.batching`: whatever the number of seeds); the grid is not validated again."""
+  `envs` and agents `agents` (None: the family's rule alone) (`rbx.core.batching`: whatever
+  the number of seeds); the grid is not validated again."""
   work = _driver_sweep(build, grid, None, steps, static)
   return _seed_batch(work, family_of(envs[0]), envs, devices_lib.seed_mesh(devices),
-                     _state_bytes(work))
+                     _state_bytes(work), agents)
 
 
 def _seed_batch(work: driver.Sweep, family: registry.Family | None, envs, mesh,
-                state: int) -> batching.Choice:
+                state: int, agents=None) -> batching.Choice:
   """`default_seed_batch` of a driver sweep whose state is `state` bytes a seed: a function
   of the config and the device kind, not of the number of seeds (`rbx.core.batching`)."""
   family = family or registry.Family("")
@@ -310,7 +313,7 @@ def _seed_batch(work: driver.Sweep, family: registry.Family | None, envs, mesh,
   # a batch steps its seeds at every numeric grid point at once (they are vmapped together)
   per_seed = family.working_set(envs, state) * work.grid.num_points
   return batching.choose(used[0].platform, memory.device_total(used), per_seed,
-                         family.cpu_choice(envs))
+                         family.cpu_choice(envs, agents))
 
 
 def _used(mesh) -> list:
@@ -441,7 +444,7 @@ def simulate(env, agent: protocol.Agent, key, steps: int, horizon: int | None = 
   mesh = devices_lib.seed_mesh(devices)
   cached = (id(env), agent, steps, horizon, seed_batch, None if mesh is None else mesh.devices.size)
   if cached not in _SIMULATED:              # a loop over seeds plans and compiles once
-    choice = (_seed_batch(work, family_of(env), [env], mesh, _state_bytes(work))
+    choice = (_seed_batch(work, family_of(env), [env], mesh, _state_bytes(work), [agent])
               if seed_batch is None else batching.given(seed_batch))
     if len(_SIMULATED) >= 16:
       _SIMULATED.pop(next(iter(_SIMULATED)))

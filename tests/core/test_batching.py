@@ -30,6 +30,25 @@ def test_a_cpu_keeps_the_familys_cache_rule_whatever_the_memory():
       1, "cpu cache rule: 1 seed (a seed's round keeps a core busy)")
 
 
+def test_an_agent_may_declare_its_own_cpu_batch_and_a_sweep_takes_the_smallest():
+  """The dueling baselines' cheap steps run 128 seeds a CPU batch (`Agent.cpu_seed_batch`)
+  where the family's rule, sized for the exact solver, gives 16; a grid that mixes them with
+  Algorithm 1 keeps 16; the sweep's plan chooses it from its grid points' agents."""
+  env = lambda A, X=1: rlhf.random_instance(jax.random.key(0), X, A, 0.5, 2.0, 1.0)
+  rucb, dts, alg1 = rlhf.get("rucb"), rlhf.get("double_ts"), rlhf.get("algorithm1")
+  own = rlhf.FAMILY.cpu_choice([env(5), env(5)], [rucb, dts])
+  assert own == batching.Choice(128, "cpu: the agents' own rule (rucb, double_ts; "
+                                     "Agent.cpu_seed_batch)")
+  assert rlhf.FAMILY.cpu_choice([env(10, X=100)], [rucb]).seed_batch == 64
+  assert rlhf.FAMILY.cpu_choice([env(5), env(5)], [rucb, alg1]) == RLHF_CPU
+  e = env(5)
+  plan = core_sweep.plan(lambda agent: (e, rlhf.get(agent)), {"agent": ["rucb", "rmed1"]}, 4,
+                         check=False)
+  assert plan.seed_batch.seed_batch == 128
+  with pytest.raises(ValueError, match="1 agents for 2 environments"):
+    rlhf.FAMILY.cpu_choice([e, e], [rucb])
+
+
 def test_an_accelerator_takes_the_largest_power_of_two_that_fits_in_half_its_memory():
   one_prompt = working_set(rlhf.random_instance(jax.random.key(0), 1, 10, 0.5, 2.0, 1.0))
   big = batching.choose("gpu", int(139.5 * GIB), one_prompt, RLHF_CPU)
