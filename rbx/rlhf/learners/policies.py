@@ -50,10 +50,12 @@ class Policy(NamedTuple):
       at the index arrays `at` = (xs, ls, previous) (broadcast to a shape S), (*S, V), or
       with `at` None at every one, (X, L, V+1, V) (previous token V: BOS); what the sequence
       agents use on answers as tokens (`rbx.rlhf.tokens`). None for the others.
-    from_table: the sequence agents read given answers' log-probabilities from the whole
-      table `next_token(θ, task)` rather than from the rows the answers read: True where the
-      table is one matrix product that the seeds of a batch share (the log-linear policy; the
-      neural one's table is per seed, its rows cheaper).
+    row_cost: the cost of one next-token row read for a given answer relative to one row of
+      the whole table `next_token(θ, task)`: the sequence agents read n answers' L rows each
+      where n·L·row_cost is below the table's X·L·(V+1) rows, else the whole table. The
+      log-linear policy's table is one matrix product that the seeds of a batch share while
+      its rows gather their features per seed (4: measured 3.2 at n·L ≈ the table's rows,
+      `benchmarks/README.md`); 1 for the neural one (its rows were cheaper there).
   """
   name: str
   init: Callable[[Any], Any]
@@ -63,7 +65,7 @@ class Policy(NamedTuple):
   sample: Callable[[chex.PRNGKey, Any, Any, chex.Array], chex.Array] | None = None
   log_probs_of: Callable[[Any, Any, chex.Array, chex.Array], chex.Array] | None = None
   next_token: Callable[..., chex.Array] | None = None
-  from_table: bool = False
+  row_cost: float = 1.0
 
 
 def tabular(pi_init=None) -> Policy:

@@ -174,7 +174,7 @@ def loglinear() -> Policy:
     return logits(theta, task, task.ref_log_probs[at], task.token_features[at])
 
   return autoregressive("loglinear", init, init, *markov(conditionals), next_token)._replace(
-      from_table=True)
+      row_cost=4.0)
 
 
 HIDDEN = 32
@@ -255,10 +255,10 @@ def every_conditional(pol: Policy, params, task, xs=None) -> chex.Array:
 
 def log_probs_of_tokens(pol: Policy, params, task, xs, tokens) -> chex.Array:
   """log π_θ(y_i | x_i) = Σ_l log π_θ(y_{i,l} | x_i, l, y_{i,l−1}) of answers given as tokens
-  (n, L) at prompts xs (n,), (n,): from the n·L next-token rows the answers read, or with
-  `Policy.from_table` one gather from the whole table (`markov.along`)."""
-  _, L, V1, _ = task.ref_log_probs.shape
-  if pol.from_table:
+  (n, L) at prompts xs (n,), (n,): from the n·L next-token rows the answers read, or where
+  those cost more (`Policy.row_cost`) one gather from the whole table (`markov.along`)."""
+  X, L, V1, _ = task.ref_log_probs.shape
+  if xs.shape[0] * L * pol.row_cost >= X * L * V1:
     return along(every_conditional(pol, params, task), xs, tokens)
   previous = jnp.concatenate([jnp.full_like(tokens[:, :1], V1 - 1), tokens[:, :-1]], axis=1)
   rows = pol.next_token(params, task, (xs[:, None], jnp.arange(L)[None], previous))  # (n, L, V)
