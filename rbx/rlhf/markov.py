@@ -130,6 +130,29 @@ def _max_plus(table: chex.Array) -> chex.Array:
   return jnp.max(g, axis=-1)
 
 
+@jax.jit
+def best_answers(table: chex.Array) -> chex.Array:
+  """argmax_y Σ_l table[x, l, y_{l−1}, y_l] per prompt as tokens, (X, L) int32 (Viterbi: the
+  max-plus pass keeping each token's best previous one, then back along them; ties to the
+  lowest token)."""
+  X, _, V1, V = table.shape
+  start = jnp.where(jnp.arange(V1) == V, 0.0, -jnp.inf) * jnp.ones((X, 1), table.dtype)
+
+  def forward(g, t):
+    totals = g[:, :, None] + t                                # (X, V+1 previous, V)
+    return (jnp.concatenate([jnp.max(totals, axis=1), jnp.full((X, 1), -jnp.inf, t.dtype)], 1),
+            jnp.argmax(totals, axis=1).astype(jnp.int32))     # best previous token, (X, V)
+
+  g, previous = jax.lax.scan(forward, start, _by_position(table))
+  last = jnp.argmax(g[:, :V], axis=-1).astype(jnp.int32)
+
+  def back(token, best_previous):
+    return best_previous[jnp.arange(X), token], token
+
+  _, tokens = jax.lax.scan(back, last, previous, reverse=True)
+  return jnp.moveaxis(tokens, 0, 1)
+
+
 def reward_range(table: chex.Array) -> tuple[chex.Array, chex.Array]:
   """The least and largest total over the answers, per prompt, by a min-plus and a max-plus
   pass over the positions (O(|X|·L·V²), no enumeration).

@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import _checks
+from rbx.core import protocol
 from rbx.rlhf import contextual, env as env_lib, markov, tokens as tokens_lib
 from rbx.rlhf.markov import TokenTruth, markov_regret, optimal_value, reward_range, value
 
@@ -327,6 +328,21 @@ def best_answers(env: SequenceEnv) -> chex.Array:
   return jnp.argmax(env.base.r_star, axis=-1)
 
 
+def metrics(env: SequenceEnv, state, obs, query) -> dict:
+  """`rbx.rlhf.tokens.METRICS` of a step on the enumerated answers (as the token environment
+  records them): the dueling regrets of a1, a2 against y*(x_t) and the deployed policy's
+  Σ_x ρ(x) π(y*(x)|x), from log π over the answers (X, V^L) or its conditionals."""
+  del state
+  r, best = env.base.r_star, best_answers(env)
+  regrets = tokens_lib.dueling_regrets(r[obs.x, best[obs.x]], r[obs.x, query.a1],
+                                       r[obs.x, query.a2])
+  if query.log_pi.ndim == 4:
+    found = tokens_lib.p_best(query.log_pi, env.rho, env.tokens[best])
+  else:
+    found = jnp.dot(env.rho, jnp.exp(query.log_pi[jnp.arange(env.num_prompts), best]))
+  return {**regrets, "p_best": found}
+
+
 def hard_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: int, dim: int,
                    beta, r_max, epsilon, learner_r_max=None, enumerate=None):
   """Example 2 over sequences: a best answer y*(x) per prompt that π_ref all but hides.
@@ -362,3 +378,6 @@ def hard_sequences(key: chex.PRNGKey, num_prompts: int, vocab: int, length: int,
                        enumerate=enumerate)
   p = jnp.where(on_best > 0, epsilon, (1.0 - epsilon) / (vocab - 1))
   return with_reference(env, jnp.broadcast_to(jnp.log(p), env.ref_log_probs.shape))
+
+
+protocol.add_metrics(SequenceEnv, metrics, tokens_lib.METRICS)

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import _checks
+from rbx.core import protocol
 from rbx.rlhf import env as env_lib, markov
 from rbx.rlhf.env import Prompt
 
@@ -76,6 +77,7 @@ class TokenEnv(NamedTuple):
     star_log_probs: log π*(y_l | x, l, y_{l−1}), (X, L, V+1, V), π* ∝ π_ref e^{r*/β} (2.4).
     token_features: ψ, (X, L, V+1, V, d).
     theta_star: θ* scaled as r* is (R = θ̃ᵀψ plus the offset on position 1), (d,).
+    best_tokens: y*(x) = argmax_y r*(x, y), (X, L) int32 (`markov.best_answers`).
     rho: ρ, (X,). beta: β > 0. r_max: the truth's bound. learner_r_max: the learner's (≥ r_max).
   """
   token_rewards: chex.Array
@@ -83,6 +85,7 @@ class TokenEnv(NamedTuple):
   star_log_probs: chex.Array
   token_features: chex.Array
   theta_star: chex.Array
+  best_tokens: chex.Array
   rho: chex.Array
   beta: chex.Array
   r_max: chex.Array
@@ -140,6 +143,36 @@ class TokenEnv(NamedTuple):
     r = self.reward(jnp.stack([obs.x, obs.x]), jnp.stack([query.a1, query.a2]))
     a1_wins = jax.random.bernoulli(jax.random.split(key)[1], jax.nn.sigmoid(r[0] - r[1]))
     return a1_wins, markov.regret_to(query.log_pi, self.star_log_probs, self.rho, self.beta)
+
+
+METRICS = ("weak_regret", "strong_regret", "p_best")
+"""The per-step metrics recorded beside the regret on the sequence environments
+(`rbx.core.protocol.add_metrics`): the classic dueling regrets of the compared answers and the
+deployed policy's mass on the best answers."""
+
+
+def dueling_regrets(top: chex.Array, r1: chex.Array, r2: chex.Array) -> dict:
+  """{"weak_regret", "strong_regret"}: min and max of Δ(a) = σ(max_b r*(x, b) − r*(x, a)) − 1/2
+  over the compared answers, from the best reward `top` and theirs (`rbx.rlhf.dueling`)."""
+  gap = jax.nn.sigmoid(top - jnp.stack([r1, r2])) - 0.5
+  return {"weak_regret": jnp.min(gap), "strong_regret": jnp.max(gap)}
+
+
+def p_best(log_pi: chex.Array, rho: chex.Array, best_tokens: chex.Array) -> chex.Array:
+  """Σ_x ρ(x) π(y*(x) | x) of a Markov policy given by its conditionals (X, L, V+1, V), the
+  best answers y* as tokens (X, L): a seed has found y* where π(y*|x) ≥ 1/2."""
+  xs = jnp.arange(rho.shape[0])
+  return jnp.dot(rho, jnp.exp(markov.along(log_pi, xs, best_tokens)))
+
+
+def metrics(env: TokenEnv, state, obs: Prompt, query) -> dict:
+  """`METRICS` of a step (`rbx.core.protocol.add_metrics`): the dueling regrets of a1, a2 at
+  the prompt x_t against y*(x_t), and the deployed policy's p_best; float32 scalars."""
+  del state
+  top = env.reward(obs.x[None], env.best_tokens[obs.x][None])[0]
+  r = env.reward(jnp.stack([obs.x, obs.x]), jnp.stack([query.a1, query.a2]))
+  return {**dueling_regrets(top, r[0], r[1]), "p_best": p_best(query.log_pi, env.rho,
+                                                               env.best_tokens)}
 
 
 def check_sizes(vocab: int, length: int) -> None:
@@ -208,8 +241,8 @@ def make_tokens(token_features, theta_star, beta, r_max, ref_logits=None, rho=No
   truth = markov.TokenTruth(rewards, log_ref, jnp.float32(beta), rho)
   _, log_star = markov.optimal_value(truth)
   learner = r_max if learner_r_max is None else learner_r_max
-  return TokenEnv(rewards, log_ref, log_star, psi, theta, rho, jnp.float32(beta),
-                  jnp.float32(r_max), jnp.float32(learner))
+  return TokenEnv(rewards, log_ref, log_star, psi, theta, markov.best_answers(rewards), rho,
+                  jnp.float32(beta), jnp.float32(r_max), jnp.float32(learner))
 
 
 def with_reference(env: TokenEnv, ref_logits) -> TokenEnv:
@@ -223,3 +256,6 @@ def with_reference(env: TokenEnv, ref_logits) -> TokenEnv:
   _, log_star = markov.optimal_value(
       markov.TokenTruth(env.token_rewards, log_ref, env.beta, env.rho))
   return env._replace(ref_log_probs=log_ref, star_log_probs=log_star)
+
+
+protocol.add_metrics(TokenEnv, metrics, METRICS)

@@ -85,3 +85,26 @@ def test_answers_of_10_to_the_48_tokens_arrays_run_and_wrong_classes_are_refused
     sequences.random_sequences(jax.random.key(0), 10 ** 4, 256, 128, 64, 0.5, 2.0)  # 2.8 TiB
   with pytest.raises(ValueError, match="enumerate must be True, False or None"):
     sequences.random_sequences(jax.random.key(0), 2, 3, 3, 2, 0.5, 2.0, enumerate="yes")
+
+
+def test_both_paths_record_the_dueling_regrets_and_the_mass_on_y_star():
+  # y* by Viterbi on the tokens = the enumeration's argmax; the metrics are the same on both
+  # paths for the same answers and policy, p_best of π_ref on the hard instance is ε^L
+  enum, tok = both(sequences.hard_sequences, epsilon=0.1)
+  answers = sequences.answers(3, 3)
+  best = jnp.argmax(enum.base.r_star, axis=-1)
+  np.testing.assert_array_equal(tok.best_tokens, answers[best])
+  x, a1, a2 = jnp.int32(1), 5, 17
+  got = [sequences.metrics(enum, (), rlhf.env.Prompt(x),
+                           rlhf.env.Query(a1, a2, jnp.log(enum.base.pi_ref))),
+         tokens.metrics(tok, (), rlhf.env.Prompt(x), rlhf.env.Query(answers[a1], answers[a2],
+                                                                    tok.ref_log_probs))]
+  for name in tokens.METRICS:
+    assert float(got[0][name]) == pytest.approx(float(got[1][name]), rel=1e-4, abs=1e-7), name
+  assert float(got[1]["p_best"]) == pytest.approx(0.1 ** 3, rel=1e-4)
+  gap = jax.nn.sigmoid(enum.base.r_star[1].max() - enum.base.r_star[1, jnp.array([a1, a2])]) - 0.5
+  assert float(got[0]["weak_regret"]) == pytest.approx(float(gap.min()))
+  res = rlhf.sweep(lambda: (tok, rlhf.get("sequence/greedy")), {}, seeds=2, steps=3, progress=False)
+  mass = res.metric("p_best").regret                          # per step, (seed, step)
+  assert mass.shape == (2, 3) and np.all((mass > 0) & (mass <= 1))
+  assert np.all(res.metric("strong_regret").regret >= res.metric("weak_regret").regret)
