@@ -119,6 +119,20 @@ def test_recorder_keeps_metrics_in_its_checkpoint_state():
   np.testing.assert_allclose(rec.metrics["weak_regret"][0, 0, :, -1], values.sum(-1)[0] / 2)
 
 
+def test_the_beta_sampler_draws_the_beta_law():
+  """`_beta` (Marsaglia–Tsang Gamma draws, later rounds' fresh proposals pooled over the
+  waiting elements) against SciPy's Beta CDF at shapes where acceptance is lowest (1) and
+  high, side by side in one call, so many elements wait after the first round."""
+  from scipy import stats
+  shapes = [(1.0, 1.0), (1.0, 30.0), (2.0, 2.0), (3.0, 7.0), (150.0, 40.0)]
+  n = 4000
+  a = jnp.repeat(jnp.array([p for p, _ in shapes]), n)
+  b = jnp.repeat(jnp.array([q for _, q in shapes]), n)
+  draws = np.asarray(jax.jit(agents._beta)(jax.random.key(7), a, b)).reshape(len(shapes), n)
+  for (p, q), x in zip(shapes, draws):
+    assert stats.kstest(x, stats.beta(p, q).cdf).pvalue > 1e-3, (p, q)
+
+
 # ---- one step against NumPy references written from the papers -------------------------------
 
 def _bounds(W, t, alpha):
