@@ -70,6 +70,15 @@ def jit_play(env, agent):
 
 # ------------------------------------------------------------------ a small TOML sweep
 
+TINY_SOLVER = """[agent.solver]
+starts = 2
+iterations = 2
+line_search = 2
+keep = 2
+"""
+"""A config's exact solver at its smallest: the TOML table the `rbx run` tests give Algorithm 1."""
+
+
 def example1_sweep(seeds: int, steps: int, chunk: int) -> str:
   """Example 1, Algorithm 1, a tiny solver, a β grid: the sweep the `rbx run` tests run."""
   return f"""
@@ -82,12 +91,7 @@ name = "example1"
 [agent]
 name = "algorithm1"
 alpha = 3.0
-[agent.solver]
-starts = 2
-iterations = 2
-line_search = 2
-keep = 2
-[grid]
+{TINY_SOLVER}[grid]
 beta = [0.5, 1.0]
 """
 

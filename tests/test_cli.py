@@ -15,7 +15,7 @@ from rbx import cli, data, rlhf
 from rbx.core import progress as progress_lib
 from rbx.core import results
 from rbx.runs import experiment, store
-from helpers import example1_sweep
+from helpers import TINY_SOLVER, example1_sweep
 
 
 def test_bare_rbx_prints_the_help_and_version_is_there(capsys):
@@ -87,12 +87,7 @@ name = "example2"
 kappa = 10.0
 beta = 0.5
 r_max = 2.0
-[agent.solver]
-starts = 2
-iterations = 2
-line_search = 2
-keep = 2
-[grid]
+""" + TINY_SOLVER + """[grid]
 agent = ["rucb", "algorithm1"]
 """)
   out = tmp_path / "run"
