@@ -406,10 +406,9 @@ def lower_hoisted(f: Callable, args: tuple, donate: tuple[int, ...] = ()):
   """(`jax.jit(f, donate_argnums=donate).lower(*args)`, ()) — or, where f captures arrays of
   `HOIST_BYTES` or more (the environment a sweep's `build` returns), (the program of
   g(hoisted, *args) = f(*args) with those arrays as its first argument, (hoisted,)): call the
-  compiled program with `*hoisted` first. Compiled in, large constants cost XLA seconds to
-  minutes (constant folding; the persistent cache hashing and writing them: 60 s against 1.3 s
-  for a 340 MB sequence environment) and the cache their size on disk; a program that captures
-  none is lowered as before (the same text, the same bits)."""
+  compiled program with `*hoisted` first. Compiled in, large constants cost XLA constant
+  folding and the persistent cache hashing and writing them (and their size on disk); a program
+  that captures none is lowered as before (the same text, the same bits)."""
   traced = jax.jit(f, donate_argnums=donate).trace(*args)
   consts = list(traced.jaxpr.consts)
   big = [i for i, c in enumerate(consts) if getattr(c, "nbytes", 0) >= HOIST_BYTES]

@@ -232,11 +232,7 @@ def with_reference(env, ref_logits):
   """
   if isinstance(env, tokens_lib.TokenEnv):
     return tokens_lib.with_reference(env, ref_logits)
-  logits = jnp.asarray(ref_logits, jnp.float32)
-  _checks.shape("ref_logits", logits, env.ref_log_probs.shape)
-  if _checks.is_concrete(logits) and not np.isfinite(np.asarray(logits)).all():
-    raise ValueError("ref_logits must be finite")
-  log_ref = jax.nn.log_softmax(logits, axis=-1)
+  log_ref = tokens_lib.reference_log_probs(ref_logits, env.ref_log_probs.shape)
   pi_ref = jax.nn.softmax(along_answers(log_ref, env.tokens), axis=-1)   # normalised to rounding
   _checks.probability("pi_ref", pi_ref, strict=True)
   base = env.base._replace(pi_ref=pi_ref, pi_cal=pi_ref)

@@ -227,17 +227,15 @@ def make_tokens(token_features, theta_star, beta, r_max, ref_logits=None, rho=No
   rho = jnp.full(X, 1.0 / X) if rho is None else jnp.asarray(rho, jnp.float32)
   _checks.shape("rho", rho, (X,))
   _checks.probability("rho", rho)
-  logits = jnp.zeros((X, L, V + 1, V)) if ref_logits is None else jnp.asarray(ref_logits,
-                                                                               jnp.float32)
-  _checks.shape("ref_logits", logits, (X, L, V + 1, V))
-  for field, value in (("token_features", psi), ("theta_star", theta), ("ref_logits", logits)):
+  log_ref = reference_log_probs(jnp.zeros((X, L, V + 1, V)) if ref_logits is None
+                                else ref_logits, (X, L, V + 1, V))
+  for field, value in (("token_features", psi), ("theta_star", theta)):
     if _checks.is_concrete(value) and not np.isfinite(np.asarray(value)).all():
       raise ValueError(f"{field} must be finite")
   low, high = markov.reward_range(psi @ theta)
   span = jnp.max(high) - jnp.min(low)
   theta = theta * jnp.where(span > 0, r_max / jnp.where(span > 0, span, 1.0), 0.0)
   rewards = markov.scaled_rewards(psi, theta, r_max)
-  log_ref = jax.nn.log_softmax(logits, axis=-1)
   truth = markov.TokenTruth(rewards, log_ref, jnp.float32(beta), rho)
   _, log_star = markov.optimal_value(truth)
   learner = r_max if learner_r_max is None else learner_r_max
@@ -245,14 +243,20 @@ def make_tokens(token_features, theta_star, beta, r_max, ref_logits=None, rho=No
                   jnp.float32(beta), jnp.float32(r_max), jnp.float32(learner))
 
 
+def reference_log_probs(ref_logits, shape: tuple) -> chex.Array:
+  """log π_ref(y_l | x, l, y_{l−1}) = log_softmax(ref_logits) per token, (X, L, V+1, V);
+  ValueError naming ref_logits for another shape or a non-finite entry."""
+  logits = jnp.asarray(ref_logits, jnp.float32)
+  _checks.shape("ref_logits", logits, shape)
+  if _checks.is_concrete(logits) and not np.isfinite(np.asarray(logits)).all():
+    raise ValueError("ref_logits must be finite")
+  return jax.nn.log_softmax(logits, axis=-1)
+
+
 def with_reference(env: TokenEnv, ref_logits) -> TokenEnv:
   """`env` with π_ref(y_l | x, l, y_{l−1}) = softmax(ref_logits[x, l, y_{l−1}])(y_l), π*
   recomputed. ValueError naming ref_logits (shape, non-finite)."""
-  logits = jnp.asarray(ref_logits, jnp.float32)
-  _checks.shape("ref_logits", logits, env.ref_log_probs.shape)
-  if _checks.is_concrete(logits) and not np.isfinite(np.asarray(logits)).all():
-    raise ValueError("ref_logits must be finite")
-  log_ref = jax.nn.log_softmax(logits, axis=-1)
+  log_ref = reference_log_probs(ref_logits, env.ref_log_probs.shape)
   _, log_star = markov.optimal_value(
       markov.TokenTruth(env.token_rewards, log_ref, env.beta, env.rho))
   return env._replace(ref_log_probs=log_ref, star_log_probs=log_star)

@@ -54,8 +54,7 @@ class Policy(NamedTuple):
       the whole table `next_token(θ, task)`: the sequence agents read n answers' L rows each
       where n·L·row_cost is below the table's X·L·(V+1) rows, else the whole table. The
       log-linear policy's table is one matrix product that the seeds of a batch share while
-      its rows gather their features per seed (4: measured 3.2 at n·L ≈ the table's rows,
-      `benchmarks/README.md`); 1 for the neural one (its rows were cheaper there).
+      its rows gather their features per seed (4); 1 for the neural one (per seed either way).
   """
   name: str
   init: Callable[[Any], Any]

@@ -390,9 +390,8 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
       if not scheme.bonus:
         return dpo + prior
       if draws is None:                   # E_{π_cal}[log π_θ/π_ref] by the forward pass
-        at = None if xs is None else xs
-        theta_table = every_conditional(pol, params, task, at)
-        ref = log_ref if at is None else log_ref[at]
+        theta_table = every_conditional(pol, params, task, xs)
+        ref = log_ref if xs is None else log_ref[xs]
         ratio = expectation(jax.lax.stop_gradient(log_cal), theta_table - ref)
       else:                               # the mean over the draws at each prompt
         m, k, L = draws.shape
