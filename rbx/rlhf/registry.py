@@ -7,7 +7,8 @@ registered by one loop as "class/scheme" (`linear/xpo`, `sequence/greedy`), with
 names as aliases (`xpo` = `tabular/xpo`, `linear_xpo`, `practical_xpo`, `online_dpo` =
 `practical/greedy`, `sequence_dpo` = `sequence/greedy`); `add_scheme` and `add_class` extend
 the product from outside the package. Beside the product, the classic dueling-bandit baselines
-`rucb`, `rmed1`, `double_ts` and `rcs` (`rbx.rlhf.learners.dueling`). An agent's α is either the
+`rucb`, `rmed1`, `double_ts` and `rcs` (`rbx.rlhf.learners.dueling`) and the contextual linear
+ones `colstim`, `maxinp` and `maxminlcb` (`rbx.rlhf.learners.contextual_dueling`). An agent's α is either the
 constant `alpha` or a schedule of `rbx.schedules` chosen by `schedule` with its own
 parameters; a schedule's num_actions, horizon, beta and r_max (the learner's bound,
 `Task.r_max`) come from the environment and the number of steps (`prepare`), and κ and μ, when not given, are the instance's Assumption 1
@@ -28,6 +29,7 @@ from rbx import _checks, schedules
 from rbx.core import registry as reg
 from rbx.rlhf import analysis, assumptions, contextual, env as env_lib, schemes, sequences, tokens
 from rbx.rlhf.learners import CLASSES, PolicyClass, agent_name
+from rbx.rlhf.learners import contextual_dueling
 from rbx.rlhf.learners import dueling as dueling_agents
 from rbx.rlhf.solver import SolverConfig
 
@@ -220,7 +222,8 @@ for _class in CLASSES.values():
     _register(_class, _scheme)
 FAMILY.alias("online_dpo", "practical/greedy")
 FAMILY.alias("sequence_dpo", "sequence/greedy")
-for _name, (_make, _params, _doc) in dueling_agents.AGENTS.items():   # the dueling baselines
+for _name, (_make, _params, _doc) in {**dueling_agents.AGENTS,          # the dueling baselines
+                                      **contextual_dueling.AGENTS}.items():
   FAMILY.agent(_name, _make, _params, doc=_doc)
 
 get = FAMILY.get_agent
