@@ -13,6 +13,7 @@ import pytest
 from scipy import optimize
 from scipy.special import log_expit, logsumexp
 
+import xla_env
 from rbx import rlhf
 
 CPU_ONLY = pytest.mark.skipif(
@@ -108,6 +109,13 @@ def subprocess_env(devices: int | None = None, drop: tuple[str, ...] = (), **ext
   env = {k: v for k, v in os.environ.items()
          if k not in ("JAX_NUM_CPU_DEVICES", "RBX_NUM_CPU_DEVICES")}
   return {**env, "XLA_FLAGS": " ".join(flags), **extra}
+
+
+def device_stable_env(devices: int | None = None) -> dict:
+  """`subprocess_env` for a child that checks bits equal across device counts: LLVM's level 1
+  in place of the suite's level 0 (`xla_env.level_1`)."""
+  env = subprocess_env(devices)
+  return {**env, "XLA_FLAGS": xla_env.level_1(env["XLA_FLAGS"])}
 
 
 # ------------------------------------------------- float64 references of the RLHF objective

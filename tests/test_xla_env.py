@@ -45,3 +45,11 @@ def test_the_module_does_not_import_jax():
   out = subprocess.run([sys.executable, "-c", code], cwd=xla_env.__file__.rpartition("/")[0],
                        capture_output=True, text=True, timeout=60)
   assert out.stdout.split() == ["False"], out.stderr
+
+
+def test_level_1_replaces_only_the_suites_level_0():
+  both = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+  assert xla_env.level_1(both) == ("--xla_backend_optimization_level=1 "
+                                   "--xla_cpu_use_fusion_emitters=false")
+  for kept in ("", "--xla_backend_optimization_level=2", "--xla_cpu_use_fusion_emitters=false"):
+    assert xla_env.level_1(kept) == kept

@@ -15,6 +15,16 @@ from pathlib import Path
 CPU_CODE_GENERATION = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 
 
+def level_1(flags: str) -> str:
+  """`flags` (an XLA_FLAGS value) with LLVM's level 1 in place of the suite's level 0, where it
+  is set: with the element emitters, level 1 keeps 2 and 4 devices bit for bit equal (level 0
+  does not), runs as fast as XLA's defaults and compiles in 0.6x their time
+  (benchmarks/profiles/xla_flags.py) — for children that check bits across device counts,
+  and for run-bound ones."""
+  level = "--xla_backend_optimization_level"
+  return " ".join(f"{level}=1" if f == f"{level}=0" else f for f in flags.split())
+
+
 def jaxlib_libraries() -> list[Path]:
   """The shared libraries (.so) of the installed jaxlib, largest first (XLA's is the largest);
   [] when jaxlib is not installed."""

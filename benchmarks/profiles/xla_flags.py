@@ -27,6 +27,8 @@ FLAG_SETS = {
     "level 0": "--xla_backend_optimization_level=0",
     "element emitters": "--xla_cpu_use_fusion_emitters=false",
     "both (the suite)": "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false",
+    "level 1 + element emitters": "--xla_backend_optimization_level=1 "
+                                  "--xla_cpu_use_fusion_emitters=false",
 }
 
 CHILD = """

@@ -1,15 +1,14 @@
 """Seeds are seeds: seed s's trajectory is the same bits in a run of many seeds, in two slices,
 alone, and by `simulate`, for one agent of every policy class of both families
-(benchmarks/reproducibility/seeds.py), in a child process at XLA's default optimisation level
-(level 0 breaks equalities between device counts: conftest.py; the suite's other code-generation
-flag stays, which cuts the child from 85 to 75 s)."""
+(benchmarks/reproducibility/seeds.py), in a child process at LLVM's level 1 (the suite's level 0
+breaks equalities between device counts: `helpers.device_stable_env`)."""
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import subprocess_env
+from helpers import device_stable_env
 
 ROOT = Path(__file__).parents[2]
 
@@ -18,7 +17,7 @@ def _seeds_script(*args):
   out = subprocess.run(
       [sys.executable, "-m", "benchmarks.reproducibility.seeds", "--steps", "6", "--seed-batch",
        "4", *args], cwd=ROOT, capture_output=True, text=True, timeout=1200,
-      env=subprocess_env(drop=("--xla_backend_optimization_level",)))
+      env=device_stable_env())
   assert out.returncode == 0, out.stdout + out.stderr[-3000:]
   assert "2 cpu device(s)" in out.stdout and "DIFFERS" not in out.stdout, out.stdout
   return out.stdout
