@@ -2,9 +2,10 @@
 
 The RLHF paper's analysis is for the bandit case (no prompt); its discussion names the prompt
 space as the open direction. Here X is large (up to 10^4 prompts), each (prompt, answer) has
-features φ(x, a) ∈ R^d, the true reward is linear, r*(x, a) = θ*ᵀφ(x, a), affinely scaled into
-[0, r_max] (the offset is invisible to the Bradley–Terry oracle (2.1), so the scaled reward is
-still θᵀφ up to a constant), and π_ref is log-linear, π_ref ∝ exp((1 − d) r*) at a chosen
+features φ(x, a) ∈ R^d, the true reward is linear, r*(x, a) = θ*ᵀφ(x, a) — by default
+affinely scaled into [0, r_max] (`reward_scale = "range"`: the offset is invisible to the
+Bradley–Terry oracle (2.1), so the scaled reward is still θᵀφ up to a constant), or as given
+(`"none"`) — and π_ref is log-linear, π_ref ∝ exp((1 − d) r*) at a chosen
 deviation d from human preference π_HF ∝ e^{r*} (d = 0: π_ref = π_HF; 1: uniform; 2:
 reversed), as in `rbx.rlhf.random_instance`. The optimal policy π* ∝ π_ref e^{r*/β} is then
 log-linear in φ, so the log-linear policy of `rbx.rlhf.learners.policies` can represent it.
@@ -65,7 +66,9 @@ class ContextualPreferenceEnv(NamedTuple):
   Attributes:
     base: the preference environment (r*, π_ref, ρ, β, r_max, π_cal), shapes (X, A).
     features: φ(x, a), (X, A, d).
-    theta_star: θ* with r*(x, a) = θ*ᵀφ(x, a) + c, (d,) (c: the scaling's offset).
+    theta_star: θ* with r*(x, a) = θ*ᵀφ(x, a) + c_x, (d,) (c_x: an offset, invisible to the
+      oracle and the regret: the scaling's, the same at every prompt, with `reward_scale =
+      "range"`; each prompt's least θ*ᵀφ, negated, with `"none"`).
   """
   base: env_lib.PreferenceEnv
   features: chex.Array
@@ -127,28 +130,45 @@ def trap_reference(r_star: chex.Array, kappa) -> chex.Array:
   return worst * (1.0 - A / kappa) + 1.0 / kappa
 
 
-def make_contextual(features, theta_star, beta, r_max, deviation=1.0, rho=None,
-                    learner_r_max=None, kappa=None) -> ContextualPreferenceEnv:
+REWARD_SCALES = ("range", "none")
+
+
+def make_contextual(features, theta_star, beta, r_max=None, deviation=1.0, rho=None,
+                    learner_r_max=None, kappa=None,
+                    reward_scale: str = "range") -> ContextualPreferenceEnv:
   """Builds and validates a contextual environment from features and θ*.
 
-  r*(x, a) = r_max (θ*ᵀφ(x, a) − m)/(M − m) with m, M the least and largest θ*ᵀφ over all
-  (x, a) (r* = r_max/2 everywhere if they are equal); π_ref ∝ exp((1 − deviation) r*), or
-  with `kappa` Example 2's trap (`trap_reference`).
+  `reward_scale = "range"`: r*(x, a) = r_max (θ*ᵀφ(x, a) − m)/(M − m) with m, M the least and
+  largest θ*ᵀφ over all (x, a) (r* = r_max/2 everywhere if they are equal) — the best answer
+  of the instance beats its worst with probability σ(r_max), whatever the scale of θ* and φ.
+  `"none"`: r*(x, a) = θ*ᵀφ(x, a) as given — the Bradley–Terry noise is the user's, set by
+  ‖θ*‖ and φ; the environment holds each prompt's rewards less their least (an offset the
+  oracle (2.1) and the regret (2.6) do not see), r_max is the truth's bound
+  max_x (max_a − min_a) θ*ᵀφ(x, a) (or a given r_max at least that), and the learner's box is
+  [0, learner_r_max] on the same shifted rewards. π_ref ∝ exp((1 − deviation) r*), or with
+  `kappa` Example 2's trap (`trap_reference`).
 
   Args:
     features: φ, shape (X, A, d) with X ≥ 1, A ≥ 2, d ≥ 1, finite.
     theta_star: θ*, shape (d,), finite.
-    beta, r_max: β > 0, r_max > 0.
+    beta, r_max: β > 0, r_max > 0 (with `"none"`: None, the default, for the rewards' own
+      bound; needed with `"range"`).
     deviation: π_ref's distance from π_HF, in [0, 2].
     rho: the prompt distribution, (X,); default uniform.
     learner_r_max: the learner's bound ≥ r_max (default r_max; `rbx.rlhf.make_env`).
     kappa: None, or κ ≥ A: π_ref = `trap_reference(r*, κ)` (then `deviation` must be 1).
+    reward_scale: "range" or "none" (`REWARD_SCALES`), above.
   Raises:
     ValueError naming the field, for any bad input (before anything compiles).
   """
   _checks.positive("beta", beta)
-  _checks.positive("r_max", r_max)
-  env_lib.learner_bound(learner_r_max, r_max)                       # before anything is built
+  _checks.choice("reward_scale", reward_scale, REWARD_SCALES)
+  if r_max is None and reward_scale == "range":
+    raise ValueError("r_max=? is needed with reward_scale='range' (the bound r* is scaled to); "
+                     "give it, or reward_scale='none' for the rewards as given")
+  if r_max is not None:
+    _checks.positive("r_max", r_max)
+    env_lib.learner_bound(learner_r_max, r_max)                     # before anything is built
   _checks.in_range("deviation", deviation, 0.0, 2.0)
   phi, theta = jnp.asarray(features, jnp.float32), jnp.asarray(theta_star, jnp.float32)
   if phi.ndim != 3:
@@ -170,9 +190,12 @@ def make_contextual(features, theta_star, beta, r_max, deviation=1.0, rho=None,
     if not np.isfinite(np.asarray(theta)).all():
       raise ValueError(f"theta_star must be finite, got {np.asarray(theta)}")
   score = phi @ theta                                               # θ*ᵀφ(x, a), (X, A)
-  lo, hi = jnp.min(score), jnp.max(score)
-  scale = jnp.where(hi > lo, r_max / jnp.where(hi > lo, hi - lo, 1.0), 0.0)
-  r_star = jnp.where(hi > lo, (score - lo) * scale, 0.5 * r_max)
+  if reward_scale == "none":
+    r_star, r_max, scale = _as_given(score), _own_bound(score, r_max), 1.0
+  else:
+    lo, hi = jnp.min(score), jnp.max(score)
+    scale = jnp.where(hi > lo, r_max / jnp.where(hi > lo, hi - lo, 1.0), 0.0)
+    r_star = jnp.where(hi > lo, (score - lo) * scale, 0.5 * r_max)
   r_star = jnp.clip(r_star, 0.0, r_max)                             # float32 rounding at the ends
   pi_ref = (jax.nn.softmax((1.0 - deviation) * r_star, axis=-1) if kappa is None
             else trap_reference(r_star, kappa))
@@ -180,15 +203,37 @@ def make_contextual(features, theta_star, beta, r_max, deviation=1.0, rho=None,
   return ContextualPreferenceEnv(base, phi, theta * scale)
 
 
+def _as_given(score: chex.Array) -> chex.Array:
+  """θ*ᵀφ (X, A) less each prompt's least: r* as `reward_scale = "none"` holds it."""
+  return score - jnp.min(score, axis=-1, keepdims=True)
+
+
+def _own_bound(score: chex.Array, r_max):
+  """The truth's bound of rewards as given: max_x (max_a − min_a) θ*ᵀφ, or `r_max` where the
+  user gave one (ValueError naming r_max if it is below that)."""
+  widest = jnp.max(jnp.max(score, axis=-1) - jnp.min(score, axis=-1))
+  if not _checks.is_concrete(widest):
+    return widest if r_max is None else jnp.asarray(r_max, jnp.float32)
+  if r_max is None:
+    if float(widest) <= 0.0:
+      raise ValueError("reward_scale='none' needs rewards θ*ᵀφ that differ at some prompt (every "
+                       "prompt's answers tie: there is no preference to learn)")
+    return widest
+  if float(r_max) < float(widest) * (1.0 - 1e-6):
+    raise ValueError(f"r_max must be >= {float(widest):g}, the widest prompt's range of θ*ᵀφ "
+                     f"(reward_scale='none' keeps the rewards as given), got {r_max}")
+  return jnp.asarray(r_max, jnp.float32)
+
+
 def random_contextual(key: chex.PRNGKey, num_prompts: int, num_actions: int, dim: int, beta,
-                      r_max, deviation=1.0, learner_r_max=None,
-                      kappa=None) -> ContextualPreferenceEnv:
+                      r_max=None, deviation=1.0, learner_r_max=None, kappa=None,
+                      reward_scale: str = "range") -> ContextualPreferenceEnv:
   """A random contextual environment: φ(x, a) ~ N(0, I_d/d), θ* ~ N(0, I_d), uniform ρ.
 
   Args:
     key: the instance's key.
     num_prompts, num_actions, dim: |X| ≥ 1, A ≥ 2, d ≥ 1.
-    beta, r_max, deviation, learner_r_max, kappa: as `make_contextual`.
+    beta, r_max, deviation, learner_r_max, kappa, reward_scale: as `make_contextual`.
   """
   _checks.positive_int("num_prompts", num_prompts)
   _checks.positive_int("num_actions", num_actions)
@@ -197,4 +242,4 @@ def random_contextual(key: chex.PRNGKey, num_prompts: int, num_actions: int, dim
   phi = jax.random.normal(k1, (num_prompts, num_actions, dim)) / np.sqrt(dim)
   theta = jax.random.normal(k2, (dim,))
   return make_contextual(phi, theta, beta, r_max, deviation, learner_r_max=learner_r_max,
-                         kappa=kappa)
+                         kappa=kappa, reward_scale=reward_scale)

@@ -34,7 +34,6 @@ from rbx.rlhf.learners import dueling as dueling_agents
 from rbx.rlhf.solver import SolverConfig
 
 
-
 def prepare(params: dict[str, Any], env: env_lib.PreferenceEnv, steps: int) -> dict[str, Any]:
   """Declared agent parameters -> constructor arguments: `schedule` and its parameters become
   the schedule α_t; the `solver` table becomes a `SolverConfig`."""
@@ -139,21 +138,29 @@ FAMILY.env("custom", env_lib.make_env, {
     "rho": reg.vector(), "pi_cal": schemes.POLICY, "learner_r_max": ENV_LEARNER})
 
 
-def _contextual(num_prompts=100, num_actions=10, dim=16, beta=0.5, r_max=4.0, deviation=1.0,
-                seed=0, learner_r_max=None, kappa=None):
-  """`random_contextual` from an integer seed (its key)."""
+def _contextual(num_prompts=100, num_actions=10, dim=16, beta=0.5, r_max=None, deviation=1.0,
+                seed=0, learner_r_max=None, kappa=None, reward_scale="range"):
+  """`random_contextual` from an integer seed (its key).
+
+  r_max None: 4 with `reward_scale = "range"`, the rewards' own bound with "none"."""
+  if r_max is None and reward_scale == "range":
+    r_max = 4.0
   return contextual.random_contextual(jax.random.key(seed), num_prompts, num_actions, dim, beta,
-                                      r_max, deviation, learner_r_max, kappa)
+                                      r_max, deviation, learner_r_max, kappa, reward_scale)
 
 
 FAMILY.env("contextual", _contextual, {
     "num_prompts": reg.integer(1), "num_actions": reg.integer(2),
-    "dim": reg.integer(1, doc="the feature dimension d"), "beta": ENV_BETA, "r_max": ENV_RMAX,
+    "dim": reg.integer(1, doc="the feature dimension d"), "beta": ENV_BETA,
+    "r_max": reg.real(doc="the reward bound r_max > 0 (default 4; with reward_scale = \"none\" "
+                      "the rewards' own bound)"),
     "deviation": reg.real(doc="π_ref's distance from π_HF"),
     "seed": reg.integer(0, doc="the instance's random seed"), "learner_r_max": ENV_LEARNER,
     "kappa": reg.real(doc="Example 2's trap at every prompt: π_ref 1/κ on every "
-                      "answer but the worst, κ ≥ A (rbx.rlhf.contextual.trap_reference)")})
-
+                      "answer but the worst, κ ≥ A (rbx.rlhf.contextual.trap_reference)"),
+    "reward_scale": reg.string(contextual.REWARD_SCALES,
+                               doc="\"range\": r* = θ*ᵀφ scaled into [0, r_max]; \"none\": "
+                                   "as given (rbx.rlhf.make_contextual)")})
 
 
 def _sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.5, r_max=4.0, deviation=1.0,
