@@ -151,8 +151,9 @@ def make_contextual(features, theta_star, beta, r_max=None, deviation=1.0, rho=N
   Args:
     features: φ, shape (X, A, d) with X ≥ 1, A ≥ 2, d ≥ 1, finite.
     theta_star: θ*, shape (d,), finite.
-    beta, r_max: β > 0, r_max > 0 (with `"none"`: None, the default, for the rewards' own
-      bound; needed with `"range"`).
+    beta: β ≥ 0 (0: the unregularised problem, for the tabular exact agents).
+    r_max: > 0; with `"none"` None (the default) for the rewards' own bound; needed with
+      `"range"`.
     deviation: π_ref's distance from π_HF, in [0, 2].
     rho: the prompt distribution, (X,); default uniform.
     learner_r_max: the learner's bound ≥ r_max (default r_max; `rbx.rlhf.make_env`).
@@ -161,7 +162,7 @@ def make_contextual(features, theta_star, beta, r_max=None, deviation=1.0, rho=N
   Raises:
     ValueError naming the field, for any bad input (before anything compiles).
   """
-  _checks.positive("beta", beta)
+  _checks.positive("beta", beta, strict=False)             # β = 0: the unregularised problem
   _checks.choice("reward_scale", reward_scale, REWARD_SCALES)
   if r_max is None and reward_scale == "range":
     raise ValueError("r_max=? is needed with reward_scale='range' (the bound r* is scaled to); "

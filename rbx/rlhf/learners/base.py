@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from rbx import _checks
 from rbx.core import registry as reg
 from rbx.core.protocol import Agent
 from rbx.rlhf.schemes import Scheme
@@ -48,3 +49,11 @@ class PolicyClass(NamedTuple):
 def agent_name(policy_class: str, scheme: str) -> str:
   """"class/scheme": the registry's and `Agent.name`'s name of a class's agent of a row."""
   return f"{policy_class}/{scheme}"
+
+
+def positive_beta(name: str, beta, why: str) -> None:
+  """ValueError naming `beta` and agent `name` where β = 0 (or < 0) is concrete: the class's
+  agents need β > 0 (`why`); the unregularised problem runs on the tabular exact agents."""
+  if _checks.is_concrete(beta) and not float(beta) > 0.0:
+    raise ValueError(f"beta must be > 0 for {name} ({why}), got {float(beta):g}: β = 0, the "
+                     f"unregularised problem, runs on the tabular exact agents (tabular/...)")

@@ -39,7 +39,7 @@ from rbx.core import registry as reg
 from rbx.core.protocol import Agent
 from rbx.rlhf import schemes
 from rbx.rlhf.env import Prompt, Query
-from rbx.rlhf.learners.base import SOLVER, PolicyClass, agent_name
+from rbx.rlhf.learners.base import SOLVER, PolicyClass, agent_name, positive_beta
 from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
                              search_linear)
 from rbx.rlhf.solver import SolverConfig

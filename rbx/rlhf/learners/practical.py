@@ -122,7 +122,7 @@ from rbx.core.protocol import Agent
 from rbx.rlhf import objectives, schemes
 from rbx.rlhf.env import Prompt, Query
 from rbx.rlhf.learners import policies
-from rbx.rlhf.learners.base import PolicyClass, agent_name
+from rbx.rlhf.learners.base import PolicyClass, agent_name, positive_beta
 
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
 L2 = 1.0
@@ -372,7 +372,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
 
   def init(key, task, horizon: int) -> PracticalState:
     del key
-    _checks.positive("beta", task.beta)      # r_θ = β log π_θ/π_ref: no β = 0 (greedy) form
+    positive_beta(name, task.beta, "the DPO form's reward is r_θ = β log π_θ/π_ref")
     params = pol.init(task)
     log_pi = deployed(params, task)
     log_prev = log_pi if pi_prev_init is None else jnp.log(

@@ -25,7 +25,7 @@ from rbx.rlhf.env import Query
 from rbx.rlhf.markov import along, expectation
 from rbx.rlhf.tokens import TokenTask
 from rbx.rlhf.learners import practical
-from rbx.rlhf.learners.base import PolicyClass, agent_name
+from rbx.rlhf.learners.base import PolicyClass, agent_name, positive_beta
 from rbx.rlhf.learners.policies import Policy
 
 
@@ -324,7 +324,7 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
       raise ValueError("data='counts' holds win counts over the enumerated answers, |X|·V^{2L} "
                        "floats; on answers as tokens the comparisons are a buffer "
                        "(data='buffer')")
-    _checks.positive("beta", task.beta)
+    positive_beta(name, task.beta, "the DPO form's reward is r_θ = β log π_θ/π_ref")
 
   def init(key, task, horizon: int) -> TokenState:
     del key
