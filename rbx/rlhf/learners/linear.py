@@ -113,8 +113,7 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
     if not hasattr(task, "features"):
       raise ValueError(f"{name} needs an environment with features φ(x, a) (a contextual "
                        f"environment, rbx.rlhf.random_contextual), got {type(task).__name__}")
-    if _checks.is_concrete(task.beta):
-      _checks.positive("beta", task.beta)
+    positive_beta(name, task.beta, "its J* is a log-sum-exp at temperature β")
     d = task.features.shape[-1]
     theta = jnp.zeros(d, task.features.dtype)
     return LinearState(theta_prev=theta,
