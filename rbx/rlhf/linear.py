@@ -30,7 +30,8 @@ multiplier, the faces with a negative one are released (the classic rule, one fa
 releasing all would leave one outward), and the step is re-solved (`_cone_step`; a d × d and
 k × k elimination, k ≤ d). It tries that direction and the gradient projected the same way
 (scaled so that its rewards span r_max) at sizes τ·shrink^i, each capped at the largest step
-that stays in K (the ratio test over the inactive faces, `_max_step`), where τ starts at 1 and
+that stays in K (the ratio test over the inactive faces, `_max_step`: every answer pair at the
+d widest prompts, a few Newton steps on each other prompt's range), where τ starts at 1 and
 follows the sizes tried; the best trial point is kept, so the ranked function never
 decreases, and a blocking face becomes active at the next step. The end points are returned
 best first by F, distinct ones first. (A radial retraction θ/max(1, h(θ)) absorbs rounding.)
@@ -56,9 +57,10 @@ pass. A step on F costs 4 products with φ or φᵀ (the slope, the two directio
 point's r = φθ, recomputed: one product reads φ once for all the points of a batch, where
 selecting and adding the kept direction reads three (A, X) arrays per point),
 1 + 2·`line_search` exponential passes, the d × d Laplacian Zᵀ diag(σσ′) Z (n·d²), the
-active faces (the d widest prompts' A² pairs), the ratio test (one pass over |X|·A² answer
-pairs a direction) and the working-set eliminations (O(d³)):
-O(starts × iterations × (|X|·A·(d + A) + n·d² + d³)). Sums over a prompt's A actions are written as A
+active faces (the d widest prompts' A² pairs), the ratio test (the d widest prompts' A² pairs
+and 5 passes over |X|·A a direction: `_max_step`) and the working-set eliminations (O(d³), the
+two directions' in one batched Gauss–Jordan loop, `_solve_spd`):
+O(starts × iterations × (|X|·A·d + n·d² + d³)). Sums over a prompt's A actions are written as A
 elementwise sums, not a reduction: on CPU, XLA fuses the sums with the exponentials into one
 loop, where it hands a reduction to YNNPACK, about 2× slower (`benchmarks/profiles/linear_profile.py`,
 benchmarks/README.md). The rays' rewards, gauges and log-sum-exps depend on the task alone
@@ -360,12 +362,14 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
   w = mask * sig * (1.0 - sig)
   lap = (z * w[:, None]).T @ z                                 # −∇²ℓ, (d, d)
   ridge = 1e-6 * (1.0 + jnp.max(jnp.diag(lap)))
-  normals, active = _active_faces(search, p)
+  normals, active, widest = _active_faces(search, p)
   normals = normals * active[:, None]
   eye = jnp.eye(g.shape[0], dtype=g.dtype)
-  directions = [_cone_step(lap + ridge * eye, normals, g)]
+  hessians = [lap + ridge * eye]
   if not dc or config.dc_gradient:
-    directions.append(_cone_step(eye, normals, g))
+    hessians.append(eye)
+  # both directions' solves in one batch: the eliminations' loops run once for the two
+  directions = list(jax.vmap(_cone_step, (0, None, None))(jnp.stack(hessians), normals, g))
   if dc:
     value = search.log_likelihood(p.s) + jnp.dot(slope, p.theta)
   steps = []
@@ -377,7 +381,7 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
       h = jnp.max(jnp.subtract(*_extremes(e[1])))
       e = tuple(jnp.where(h > 0, search.r_max / jnp.where(h > 0, h, 1.0), 0.0) * a for a in e)
     steps.append(e)
-    limit = _max_step(search, p, e[1])
+    limit = _max_step(search, p, e[1], widest)
     for i in range(config.line_search):
       nominal = tau * config.shrink ** i
       size = jnp.minimum(nominal, limit)
@@ -422,7 +426,7 @@ def _active_faces(search: _Search, p: _Point):
   a, rest = jnp.divmod(faces, A * xs.shape[0])
   b, x = jnp.divmod(rest, xs.shape[0])
   normals = search.phi[a, xs[x]] - search.phi[b, xs[x]]        # (k, d)
-  return normals, widest >= (1.0 - _ACTIVE) * search.r_max
+  return normals, widest >= (1.0 - _ACTIVE) * search.r_max, xs
 
 
 def _cone_step(hessian, normals, g):
@@ -432,7 +436,8 @@ def _cone_step(hessian, normals, g):
   step re-solved on the others. Where that step leaves a released face outward, only the face
   with the most negative μ is released, the classic rule, whose step moves inward on it. A
   face with μ > 0 holds the step on it. On a working set W the step is Δ = H⁻¹(g − N_Wᵀμ_W)
-  with (N_W H⁻¹ N_Wᵀ) μ_W = N_W H⁻¹ g, so H is factored once for the three sets."""
+  with (N_W H⁻¹ N_Wᵀ) μ_W = N_W H⁻¹ g, so H is factored once for the three sets (the second
+  and third, which depend on the first's μ only, solved in one batch)."""
   k = normals.shape[0]
   solved = _solve_spd(hessian, jnp.concatenate([g[:, None], normals.T], axis=1))
   h_g, h_n = solved[:, 0], solved[:, 1:]                       # H⁻¹g (d,), H⁻¹Nᵀ (d, k)
@@ -448,38 +453,83 @@ def _cone_step(hessian, normals, g):
   held = jnp.sum(normals * normals, axis=1) > 0
   _, mu = on(held)
   release = held & (mu < 0)
-  every, _ = on(held & ~release)
-  outward = jnp.any(release & (normals @ every > 1e-6 * (1.0 + jnp.max(jnp.abs(every)))))
   worst = release & (jnp.arange(k) == jnp.argmin(jnp.where(release, mu, 0.0)))
-  one, _ = on(held & ~worst)
+  (every, one), _ = jax.vmap(on)(jnp.stack([held & ~release, held & ~worst]))   # one batch
+  outward = jnp.any(release & (normals @ every > 1e-6 * (1.0 + jnp.max(jnp.abs(every)))))
   step = jnp.where(outward, one, every)
   return jnp.where(jnp.all(jnp.isfinite(step)), step, 0.0)     # no step rather than NaN
 
 
 def _solve_spd(m, b):
-  """x with m x = b for a symmetric positive definite m (n, n), b (n,) or (n, r): Gaussian
-  elimination without pivoting (which such a matrix admits), pure array ops in two loops of
-  n steps (`fori_loop`s: the program holds one step of each): vmapped over seeds and starts it is one batched loop, where a batch of LAPACK
-  solves inside the search's vmap stalled XLA's CPU runtime."""
+  """x with m x = b for a symmetric positive definite m (n, n), b (n,) or (n, r): Gauss–Jordan
+  elimination without pivoting (which such a matrix admits) on [m | b], pure array ops in one
+  loop of n steps (a `fori_loop`: the program holds one step); vmapped over seeds, starts and
+  directions it is one batched loop, where a batch of LAPACK solves inside the search's vmap
+  stalled XLA's CPU runtime (a Cholesky solve there made the whole step 3× slower)."""
   n = m.shape[0]
   index = jnp.arange(n)
+  a = jnp.concatenate([m, b.reshape(n, -1)], axis=1)            # (n, n + r)
 
-  def eliminate(j, carry):
-    m, b = carry
-    f = jnp.where(index > j, m[:, j] / m[j, j], 0.0)
-    return m - f[:, None] * m[j][None, :], b - jnp.outer(f, b[j]).reshape(b.shape)
+  def eliminate(j, a):
+    row = a[j] / a[j, j]
+    a = a - a[:, j][:, None] * row[None, :]
+    return jnp.where((index == j)[:, None], row[None, :], a)
 
-  m, b = jax.lax.fori_loop(0, n, eliminate, (m, b))
-  substitute = lambda i, x: x.at[n - 1 - i].set((b[n - 1 - i] - m[n - 1 - i] @ x) / m[n - 1 - i, n - 1 - i])
-  return jax.lax.fori_loop(0, n, substitute, jnp.zeros_like(b))
+  return jax.lax.fori_loop(0, n, eliminate, a)[:, n:].reshape(b.shape)
 
 
-def _max_step(search: _Search, p: _Point, e):
+def _max_step(search: _Search, p: _Point, e, xs, newton: int = 4):
   """The largest s with p.r + s·e in K over the faces not active at p (the cone step keeps
   to those, up to the retraction): min over (x, a, b) with rate e_a − e_b > 0 and slack
   r_max − r_a + r_b above `_ACTIVE`·r_max of slack/rate; ∞ where no face blocks. e: the
-  direction's rewards (A, X)."""
-  rate = e[:, None] - e[None]                                  # (A, A, X)
-  slack = search.r_max - (p.r[:, None] - p.r[None])
-  blocks = (rate > 1e-6 * (1.0 + jnp.max(jnp.abs(e)))) & (slack > _ACTIVE * search.r_max)
-  return jnp.min(jnp.where(blocks, slack / jnp.where(blocks, rate, 1.0), jnp.inf))
+  direction's rewards (A, X); xs: the min(d, |X|) widest prompts (`_active_faces`).
+
+  Every answer pair (A² of them) is checked only at the widest prompts xs, where faces can be
+  active. At every other prompt x no face is active, and its blocking step is the root s_x of
+  g_x(s) = max_a (r_a + s e_a) − min_b (r_b + s e_b) − r_max, a convex piecewise-linear
+  function with g_x(0) < 0: `newton` Newton steps from the steepest pair's own ratio (where
+  g_x ≥ 0) descend monotonically to it, each one pass over the A answers (the whole test is
+  O(|X|·A·newton + d·A²), where the pairwise test was O(|X|·A²), a third of a step's time at
+  A = 10, `benchmarks/profiles/linear_profile.py`). A prompt whose steps have not reached the
+  root (g_x > 1e-5·r_max) counts with the lower bound (r_max − range_x r)/range_x e instead, so
+  the step never crosses a face on that account (it stops short). Two departures from the
+  pairwise test, both measured to be rare: the Newton root is the pairwise ratio to float32
+  rounding (≤ 2e-5 relative on end points of searches at |X| = 1,000, d = 16), and a prompt
+  within `_ACTIVE` of r_max outside xs (more active prompts than d) does not block (the
+  retraction absorbs it)."""
+  A = e.shape[0]
+  tol = 1e-6 * (1.0 + jnp.max(jnp.abs(e)))
+  floor = _ACTIVE * search.r_max
+  # the widest prompts (where faces can be active): every answer pair, as before
+  ec, rc = e[:, xs], p.r[:, xs]
+  rate = ec[:, None] - ec[None]                                  # (A, A, m)
+  slack = search.r_max - (rc[:, None] - rc[None])
+  blocks = (rate > tol) & (slack > floor)
+  exact = jnp.min(jnp.where(blocks, slack / jnp.where(blocks, rate, 1.0), jnp.inf))
+  # the others: the root of g(s) = max_a (r_a + s e_a) − min_b (r_b + s e_b) − r_max
+  width = p.hi - p.lo
+  others = (width < jnp.min(width[xs])) & (width < search.r_max - floor)
+  ehi, elo = _extremes(e)
+  spread = ehi - elo
+  steep = spread > tol
+  s0 = jnp.where(steep, (search.r_max - width) / jnp.where(steep, spread, 1.0), jnp.inf)
+  # the steepest pair's own ratio: g ≥ 0 there, so Newton's steps from it descend to the root
+  top = functools.reduce(lambda c, a: jnp.where(e[a] == ehi, p.r[a], c), range(A), p.r[0])
+  bottom = functools.reduce(lambda c, a: jnp.where(e[a] == elo, p.r[a], c), range(A), p.r[0])
+  s = jnp.where(steep, (search.r_max - (top - bottom)) / jnp.where(steep, spread, 1.0), jnp.inf)
+  for _ in range(newton):
+    v = [p.r[a] + s * e[a] for a in range(A)]
+    hi, up = v[0], e[0]
+    lo, down = v[0], e[0]
+    for a in range(1, A):
+      up = jnp.where(v[a] > hi, e[a], up)
+      hi = jnp.maximum(hi, v[a])
+      down = jnp.where(v[a] < lo, e[a], down)
+      lo = jnp.minimum(lo, v[a])
+    g = hi - lo - search.r_max
+    slope = up - down
+    s = jnp.where(jnp.isfinite(s) & (slope > tol), s - g / jnp.where(slope > tol, slope, 1.0), s)
+  v = [p.r[a] + s * e[a] for a in range(A)]
+  g = functools.reduce(jnp.maximum, v) - functools.reduce(jnp.minimum, v) - search.r_max
+  s = jnp.where(g <= 1e-5 * search.r_max, s, s0)
+  return jnp.minimum(exact, jnp.min(jnp.where(others, s, jnp.inf)))
