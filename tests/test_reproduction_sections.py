@@ -145,3 +145,20 @@ def test_sequence_section_resumes_from_its_cells(ctx, monkeypatch, tmp_path):
   # a second run reads every cell back: no agent runs
   monkeypatch.setattr(sequences.CELLS, "compute", lambda *a: pytest.fail("recomputed a cell"))
   assert sequences.run(ctx) == (text, finding)
+
+
+def test_contextual_dueling_section_on_a_tiny_row(ctx, monkeypatch):
+  from benchmarks.reproduction import contextual_dueling as cd
+  monkeypatch.setattr(cd, "QUICK", cd.Sizes(seeds=3, steps=8))
+  # the K-armed agents stand in for the linear ones, which compile for 10-20 s each
+  monkeypatch.setattr(cd, "BASE", "rucb")
+  monkeypatch.setattr(cd, "CONTROL", "rcs")
+  monkeypatch.setattr(cd, "AGENTS", ("rucb", "rcs"))
+  whole = cd.instances()
+  monkeypatch.setattr(cd, "instances", lambda: {"trap": whole["trap"]})
+  text, finding = cd.run(ctx)
+  assert text.startswith("## ") and "3 seeds, T = 8" in text
+  assert text.count("| rucb |") == 2 and text.count("| rcs |") == 2     # R(T), − the other
+  assert "agent − rcs" in text and "agent − rucb" in text
+  assert "Holm's adjusted p over the section's 6 comparisons" in text
+  assert finding.startswith("CoLSTIM, MaxInP and MaxMinLCB") and "trap: (2.6)" in finding

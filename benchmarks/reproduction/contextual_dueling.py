@@ -1,28 +1,45 @@
 """The contextual linear dueling baselines (CoLSTIM, MaxInP, MaxMinLCB) beside the shared-linear
-RLHF agents (linear/xpo, linear/algorithm1) and a K-armed one (Double TS, per prompt), on a
-random contextual instance and the contextual trap, in the paper's regret (2.6) and the weak
-and strong dueling regrets; paired differences against linear/xpo over the same seeds.
+RLHF agents (linear/xpo, linear/algorithm1), their no-exploration control (linear/greedy) and a
+K-armed dueling agent (Double TS, per prompt), on a random contextual instance and the
+contextual trap, in the paper's regret (2.6) and the weak and strong dueling regrets.
 
-    PYTHONPATH=. python -m benchmarks.reproduction.contextual_dueling [--seeds 64] [--steps 500]
+A section of REPRODUCTION.md:
 
-Prints a Markdown table per instance: mean R(T) over seeds with its 95% Student-t interval
-(`rbx.core.results.ci`), then the paired differences agent − linear/xpo.
+    PYTHONPATH=. python -m benchmarks.reproduction.reproduce --only contextual_dueling
+
+Each instance's table gives mean R(T) over seeds with its 95% Student-t interval
+(`rbx.core.results.ci`); then every agent's paired difference against the control and against
+linear/xpo over the same seeds (`rbx.core.stats.paired`), Holm-corrected over the section's
+family of comparisons (`rbx.core.stats.holm`: every instance, agent and regret).
 """
 from __future__ import annotations
 
-import argparse
-import time
+import dataclasses
+import sys
 
 import jax
 import numpy as np
 
+from benchmarks.reproduction.common import Context
 from rbx import rlhf
-from rbx.core import results as results_lib
+from rbx.core import results as results_lib, stats
 
-AGENTS = ("linear/xpo", "linear/algorithm1", "colstim", "maxinp", "maxminlcb", "double_ts")
+CONTROL = "linear/greedy"    # the linear agents' no-exploration control (`rlhf.control`)
 BASE = "linear/xpo"
-ALPHA = 3.0            # the linear agents' bonus weight (the dueling reproduction's α)
+AGENTS = (BASE, "linear/algorithm1", CONTROL, "colstim", "maxinp", "maxminlcb", "double_ts")
+ALPHA = 3.0            # the linear agents' bonus weight (the dueling section's α)
 REGRETS = {"regret": "(2.6)", "weak_regret": "weak", "strong_regret": "strong"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+  """This section's sizes at one scale."""
+  seeds: int           # seeds per agent and instance
+  steps: int           # T
+
+
+QUICK = Sizes(seeds=64, steps=500)
+FULL = Sizes(seeds=256, steps=2000)
 
 
 def instances() -> dict:
@@ -37,45 +54,115 @@ def instances() -> dict:
   }
 
 
+def _agent(name: str):
+  """The agent: the linear RLHF schemes with α = ALPHA, the control and the dueling agents at
+  their defaults."""
+  return rlhf.get(name, alpha=ALPHA) if name in (BASE, "linear/algorithm1") else rlhf.get(name)
+
+
+def measure(scale: Sizes) -> dict:
+  """name -> {regret: R(T) per (agent, seed)}, AGENTS' order, and the sweep's seconds."""
+  out = {}
+  for name, (env, _) in instances().items():
+    res = rlhf.sweep(lambda agent, env=env: (env, _agent(agent)), {"agent": list(AGENTS)},
+                     seeds=scale.seeds, steps=scale.steps, progress=False, record="summary")
+    out[name] = {m: np.asarray(res.metric(m).final()) for m in REGRETS}
+  return out
+
+
 def _cell(values: np.ndarray) -> str:
+  """mean [95% Student-t interval] of R(T) over seeds (`rbx.core.results.ci`)."""
   mean, low, high = results_lib.ci(values, axis=-1)
   return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
 
 
-def _paired(values: np.ndarray) -> str:
-  """mean [95% Student-t interval] of a paired difference (not clipped at 0)."""
-  from scipy import stats
-  n = values.shape[-1]
-  mean, sem = values.mean(), values.std(ddof=1) / np.sqrt(n)
-  half = stats.t.ppf(0.975, n - 1) * sem
-  return f"{mean:+.1f} [{mean - half:+.1f}, {mean + half:+.1f}]"
+def _paired(c: stats.Comparison) -> str:
+  """A paired difference's cell: mean [95% interval], Holm's p, bold where separated."""
+  text = f"{c.mean:+.1f} [{c.low:+.1f}, {c.high:+.1f}] p_H {c.p_holm:.2g}"
+  return f"**{text}**" if c.separated else text
 
 
-def main(argv=None) -> None:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--seeds", type=int, default=64)
-  parser.add_argument("--steps", type=int, default=500)
-  args = parser.parse_args(argv)
-  print(f"{args.seeds} seeds, T = {args.steps}; α = {ALPHA:g} for the linear RLHF agents, the "
-        "dueling agents at their defaults.\n")
-  for name, (env, title) in instances().items():
-    start = time.perf_counter()
-    res = rlhf.sweep(lambda agent, env=env: (env, rlhf.get(agent, alpha=ALPHA)),
-                     {"agent": list(AGENTS)}, seeds=args.seeds, steps=args.steps,
-                     progress=False)
-    finals = {m: res.metric(m).final() for m in REGRETS}            # (agent, seed)
-    lines = [f"**{title}** ({time.perf_counter() - start:.0f} s)", "",
-             "| agent | (2.6) | weak | strong |", "|---|---:|---:|---:|"]
+def compare(data: dict) -> dict:
+  """(instance, reference, agent, regret) -> Holm-corrected paired `Comparison` of agent −
+  reference, reference ∈ {CONTROL, BASE}, for every other agent: one family."""
+  out = {}
+  for name, finals in data.items():
+    for ref in (CONTROL, BASE):
+      r = AGENTS.index(ref)
+      for i, agent in enumerate(AGENTS):
+        if agent != ref:
+          for m in REGRETS:
+            out[name, ref, agent, m] = stats.paired(finals[m][i], finals[m][r])
+  return stats.holm(out)
+
+
+def run(ctx: Context) -> tuple[str, str]:
+  """Every agent's R(T) in the three regrets; paired differences against the control and
+  linear/xpo, Holm-corrected."""
+  scale = FULL if ctx.full else QUICK
+  data = measure(scale)
+  comparisons = compare(data)
+  lines = ["## The contextual dueling baselines beside the shared-linear agents", "",
+           f"{scale.seeds} seeds, T = {scale.steps}; α = {ALPHA:g} for linear/xpo and "
+           f"linear/algorithm1; their no-exploration control {CONTROL} (both answers from "
+           "π_{θ̂ᵀφ}, no bonus); CoLSTIM, MaxInP and MaxMinLCB "
+           "(`rbx.rlhf.learners.contextual_dueling`: one shared θ̂, deploying argmax θ̂ᵀφ) and "
+           "Double TS (per prompt, without the features) at their defaults. Each cell: mean "
+           "R(T) over seeds and its 95% interval, in the paper's regret (2.6) and the weak and "
+           "strong dueling regrets against each prompt's Condorcet winner. Then each agent "
+           f"minus {CONTROL}, and minus {BASE}, paired over the seeds (mean, 95% Student-t "
+           f"interval, `rbx.core.stats.paired`) with Holm's adjusted p over the section's "
+           f"{len(comparisons)} comparisons (`rbx.core.stats.holm`); bold: p_H < 0.05.", ""]
+  for name, (_, title) in instances().items():
+    finals = data[name]
+    lines += [f"**{title}**", "", "| agent | (2.6) | weak | strong |", "|---|---:|---:|---:|"]
     for i, agent in enumerate(AGENTS):
       lines.append(f"| {agent} | " + " | ".join(_cell(finals[m][i]) for m in REGRETS) + " |")
-    lines += ["", f"Paired over seeds, agent − {BASE}:", "",
-              "| agent | (2.6) | weak | strong |", "|---|---:|---:|---:|"]
-    base = AGENTS.index(BASE)
-    for i, agent in enumerate(AGENTS):
-      if i != base:
-        lines.append(f"| {agent} | " + " | ".join(
-            _paired(finals[m][i] - finals[m][base]) for m in REGRETS) + " |")
-    print("\n".join(lines) + "\n", flush=True)
+    for ref in (CONTROL, BASE):
+      lines += ["", f"Paired over seeds, agent − {ref}:", "",
+                "| agent | (2.6) | weak | strong |", "|---|---:|---:|---:|"]
+      for agent in AGENTS:
+        if agent != ref:
+          lines.append(f"| {agent} | " + " | ".join(
+              _paired(comparisons[name, ref, agent, m]) for m in REGRETS) + " |")
+    lines.append("")
+  finding = _finding(data, comparisons)
+  lines += [finding, ""]
+  return "\n".join(lines), finding
+
+
+def _finding(data: dict, comparisons: dict) -> str:
+  """One sentence: where the contextual dueling agents stand against the control and
+  linear/xpo (Holm-separated, per regret), and their (2.6) floor."""
+  dueling = [a for a in AGENTS if a in ("colstim", "maxinp", "maxminlcb")]
+  parts = []
+  for name in instances():
+    cells = []
+    for m, label in REGRETS.items():
+      below = sum(comparisons[name, BASE, a, m].separated and comparisons[name, BASE, a, m].high
+                  < 0 for a in dueling)
+      above = sum(comparisons[name, BASE, a, m].separated and comparisons[name, BASE, a, m].low
+                  > 0 for a in dueling)
+      cells.append(f"{label} {below} below, {above} above")
+    parts.append(f"{name}: " + ", ".join(cells))
+  floor = {}
+  for name, (env, _) in instances().items():
+    base = env.base
+    per = jax.vmap(lambda r, p, b=base.beta: -b * rlhf.log_optimal_policy(r, p, b)[
+        jax.numpy.argmax(r)])(base.r_star, base.pi_ref)
+    floor[name] = float(np.dot(np.asarray(base.rho), np.asarray(per)))
+  return ("CoLSTIM, MaxInP and MaxMinLCB against linear/xpo (of 3 each, Holm-separated "
+          "paired differences): " + "; ".join(parts) + ". A point mass on each prompt's a* "
+          "costs Σ_x ρ(x)(−β ln π*(a*(x) | x)) a step in (2.6): "
+          + ", ".join(f"{n} {v:.3g}" for n, v in floor.items()) + ".")
+
+
+def main() -> None:
+  """`python -m benchmarks.reproduction.reproduce --only contextual_dueling` (its options
+  too): runs the section, saves it with the line saying how it was measured, and reassembles
+  the report."""
+  from benchmarks.reproduction import reproduce
+  reproduce.main(["--only", "contextual_dueling", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from benchmarks import ROOT
 from benchmarks.reproduction.common import Context, Figures
 
 # The report's sections in order; each names a module of benchmarks/reproduction/.
-SECTIONS = ["propositions", "learner_box", "comparison", "dueling", "exponents",
+SECTIONS = ["propositions", "learner_box", "comparison", "dueling", "contextual_dueling", "exponents",
             "hard_instances", "scaling", "practical", "linear", "sequences", "tables", "timing"]
 # The closing section: no computation, rewritten on every run.
 CLOSING = "differences"
