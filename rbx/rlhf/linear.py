@@ -45,6 +45,18 @@ docs/linear_rlhf.md) it reaches SciPy's optimum to 1e-3 at d = 4, and at d = 16 
 tracked starts have settled (early rounds can end below it); tests/rlhf/test_linear.py checks
 both.
 
+**What is guaranteed and what is measured.** By construction: the returned θ lies in K (the
+retraction), and its F is at least F at each warm start (retracted onto K) and at the best new
+candidate, since every refinement keeps its best trial point; the ratio test stops a step at
+the first inactive face it meets, to float32 rounding, or short of it (`_max_step` says
+when). Not guaranteed: the
+global maximum (maximising the convex J* over a polytope is NP-hard in general). Measured, not
+guaranteed: brute force on a grid at d = 2, 3 (to 1e-2), the tabular solver with one-hot φ
+(to 1e-3), SciPy's multi-start SLSQP along linear_algorithm1's run on a trap instance (to 1e-3
+at d = 4, t = 20 and 40; to 1e-2 at d = 16, t = 60) — tests/rlhf/test_linear.py; and
+`benchmarks/accuracy/linear_global.py`, where at d = 16 the first rounds (t ≤ 30) end 0.01–0.8
+below SciPy's optimum (figures: benchmarks/README.md, docs/linear_rlhf.md).
+
 **Cost.** The search keeps φ with the actions first, (A, X, d), so that every reduction over a
 prompt's A rewards is over the leading axis, vectorised over the prompts. A point carries
 r = φθ (A, X), s = Zθ (n,), r's largest and smallest entry at each prompt (X,) — the
@@ -58,7 +70,7 @@ point's r = φθ, recomputed: one product reads φ once for all the points of a 
 selecting and adding the kept direction reads three (A, X) arrays per point),
 1 + 2·`line_search` exponential passes, the d × d Laplacian Zᵀ diag(σσ′) Z (n·d²), the
 active faces (the d widest prompts' A² pairs), the ratio test (the d widest prompts' A² pairs
-and 5 passes over |X|·A a direction: `_max_step`) and the working-set eliminations (O(d³), the
+and 6 passes over |X|·A a direction: `_max_step`) and the working-set eliminations (O(d³), the
 two directions' in one batched Gauss–Jordan loop, `_solve_spd`):
 O(starts × iterations × (|X|·A·d + n·d² + d³)). Sums over a prompt's A actions are written as A
 elementwise sums, not a reduction: on CPU, XLA fuses the sums with the exponentials into one
