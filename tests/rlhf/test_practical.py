@@ -292,7 +292,9 @@ def test_practical_agents_sweep_by_name_on_a_contextual_environment():
 
 
 @pytest.mark.parametrize("call,field", [
-    (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), np.ones(2), 0.0, 1.0), "beta"),
+    (lambda: practical.make("xpo", policy="loglinear").init(
+        None, rlhf.make_contextual(np.ones((2, 3, 2)), np.ones(2), 0.0, 1.0).spec, 5),
+     "beta must be > 0 for practical/xpo"),
     (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), np.ones(2), -1.0, 1.0), "beta"),
     (lambda: rlhf.make_contextual(np.ones((2, 3)), np.ones(2), 0.5, 1.0), "features"),
     (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), np.ones(3), 0.5, 1.0), "theta_star"),
@@ -300,7 +302,7 @@ def test_practical_agents_sweep_by_name_on_a_contextual_environment():
     (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), [1.0, np.nan], 0.5, 1.0), "theta_star"),
     (lambda: rlhf.make_contextual(np.ones((2, 3, 2)), [1.0, np.inf], 0.5, 1.0), "theta_star"),
     (lambda: rlhf.random_contextual(jax.random.key(0), 0, 3, 2, 0.5, 1.0), "num_prompts"),
-    (lambda: rlhf.random_contextual(jax.random.key(0), 4, 3, 2, 0.0, 1.0), "beta"),
+    (lambda: rlhf.random_contextual(jax.random.key(0), 4, 3, 2, -0.5, 1.0), "beta"),
     (lambda: practical.make("xpo", learning_rate=0.0), "learning_rate"),
     (lambda: practical.make("xpo", train_steps=0), "train_steps"),
     (lambda: practical.make("xpo", optimizer="adamx"), "optimizer"),

@@ -132,9 +132,10 @@ def test_a_scheme_and_a_class_added_from_outside_run_on_every_class(restored_reg
 def test_every_agent_is_a_class_and_a_scheme_and_todays_names_are_aliases():
   from rbx import rlhf
   from rbx.rlhf import learners
-  from rbx.rlhf.learners import dueling            # the dueling baselines beside the product
+  from rbx.rlhf.learners import contextual_dueling, dueling   # the baselines beside the product
   assert list(rlhf.FAMILY.agents) == [f"{c}/{s}" for c in learners.CLASSES
-                                      for s in schemes.SCHEMES] + list(dueling.AGENTS)
+                                      for s in schemes.SCHEMES] + list(dueling.AGENTS) + list(
+                                          contextual_dueling.AGENTS)
   for old, new in {"algorithm1": "tabular/algorithm1", "linear_xpo": "linear/xpo",
                    "practical_vpo": "practical/vpo", "online_dpo": "practical/greedy",
                    "sequence_dpo": "sequence/greedy", "sequence_selm": "sequence/selm"}.items():
