@@ -2,11 +2,12 @@
 
 For each agent, on a tiny instance of its family, seed s's per-step regret is compared bit for
 bit across: a run of many seeds (several batches on every device), two slices of those seeds
-(as `rbx run --seeds A:B` and `rbx merge` make them), the seed alone in a sweep, and
-`simulate(env, agent, jax.random.key(s))`, for the first and last seed and both sides of the
-cut. With `--cost` it prints instead the seed-steps/s of the default path (every batch full,
-the last padded) against the one it replaced (a batch of min(seed_batch, seeds per device)),
-side by side in one process.
+(as `rbx run --seeds A:B` and `rbx merge` make them), for the first and last seed and both
+sides of the cut; and the seed alone in a sweep and `simulate(env, agent, jax.random.key(s))`,
+for the seed that moves from place `cut` to place 0 and the last (in the padded batch). With
+`--cost` it prints instead the seed-steps/s of the default path (every batch full, the last
+padded) against the one it replaced (a batch of min(seed_batch, seeds per device)), side by
+side in one process.
 
     python -m benchmarks.reproducibility.seeds              # every registered agent
     python -m benchmarks.reproducibility.seeds --classes    # one agent of every policy class
@@ -64,23 +65,24 @@ def agent(name: str):
 
 def differences(name: str, steps: int = STEPS, seeds: int = SEEDS, cut: int = SLICE,
                 seed_batch: int | None = None) -> dict[str, list[int]]:
-  """{how the seeds were run: the looked-at seeds (the first, both sides of the cut, the
-  last) whose regret differs from the `seeds`-seed run's}: every list empty when seeds are
-  seeds. `seed_batch` None: the default (the program width of this config and device kind)."""
+  """{how the seeds were run: the looked-at seeds (the slices: the first, both sides of the
+  cut, the last; alone and `simulate`: the cut's right side and the last) whose regret differs
+  from the `seeds`-seed run's}: every list empty when seeds are seeds. `seed_batch` None: the default (the program width of this config and device kind)."""
   env, ag = environment(name), agent(name)
   build = lambda: (env, ag)
   run = lambda which: sweep_lib.sweep(build, {}, which, steps, seed_batch=seed_batch,
                                       progress=False).regret
   looked_at = [0, cut - 1, cut, seeds - 1]
+  moved = looked_at[2:]           # the first of the second slice (place `cut` -> 0) and the last
   whole = run(seeds)
-  ways = {"two slices": np.concatenate([run(list(range(cut))),
-                                        run(list(range(cut, seeds)))])[looked_at],
-          "alone": np.stack([run([s])[0] for s in looked_at]),
-          "simulate": np.stack([np.asarray(sweep_lib.simulate(
+  ways = {"two slices": (looked_at, np.concatenate([run(list(range(cut))),
+                                                    run(list(range(cut, seeds)))])[looked_at]),
+          "alone": (moved, np.stack([run([s])[0] for s in moved])),
+          "simulate": (moved, np.stack([np.asarray(sweep_lib.simulate(
               env, ag, jax.random.key(s), steps, seed_batch=seed_batch).regret)
-              for s in looked_at])}
-  return {way: [s for s, row in zip(looked_at, got) if not np.array_equal(row, whole[s])]
-          for way, got in ways.items()}
+              for s in moved]))}
+  return {way: [s for s, row in zip(which, got) if not np.array_equal(row, whole[s])]
+          for way, (which, got) in ways.items()}
 
 
 def cost(name: str, seeds: int, steps: int) -> tuple[float, float]:
