@@ -63,6 +63,11 @@ QUICK = Sizes(prompts=(100, 1000), dims=(4, 16), steps=1000, seeds=256, seeds_ta
 FULL = QUICK
 
 
+def _set(values) -> str:
+  """"{100, 1000}": the design's values, not an interval."""
+  return "{" + ", ".join(f"{v:g}" for v in values) + "}"
+
+
 def _agent(name: str):
   """The agent with the section's α (none for the controls); practical agents on the
   log-linear policy over a buffer of their comparisons, their other settings the defaults."""
@@ -128,7 +133,7 @@ def run(ctx: Context) -> tuple[str, str]:
       lambda c: c[:3] + (CONTROLS[c[3]],))
   T, n = scale.steps, scale.seeds
   lines = [f"## {TITLE}", "",
-           f"Design: |X| ∈ {list(scale.prompts)}, d ∈ {list(scale.dims)}, A = {ACTIONS}, β = "
+           f"Design: |X| ∈ {_set(scale.prompts)}, d ∈ {_set(scale.dims)}, A = {ACTIONS}, β = "
            f"{BETA:g}, r_max = {R_MAX:g}, T = {T}, {n} seeds per agent in blocks of {scale.block} "
            f"({scale.seeds_tabular} for the tabular agents, whose step re-solves every prompt); "
            "instances "
@@ -143,13 +148,15 @@ def run(ctx: Context) -> tuple[str, str]:
            "reward-range set K by `rbx.rlhf.linear` (`LINEAR_SOLVER`; docs/linear_rlhf.md "
            "states how far from SciPy's multi-start optimum it ends). `practical_*`/`online_dpo`: "
            "the log-linear policy π_θ ∝ π_ref e^{θᵀφ/β}, a DPO term over the comparisons made "
-           "(`data = \"buffer\"`), the exact bonus over all prompts, and the ℓ2 term "
+           "(`data = \"buffer\"`), the bonus at the round's prompt estimated by each scheme's "
+           "default `cal_samples` (the round's a2, drawn from π_cal, for algorithm1 and xpo; one "
+           "fresh draw from π_cal for vpo), and the ℓ2 term "
            "(λ/2)‖θ‖² with λ = 1 — a Gaussian prior N(0, I) on θ, the distribution θ* is drawn "
            "from (a departure from the paper's box; docs/practical_rlhf.md). Tabular exact agents "
            f"(|X| = {scale.prompts[0]} only): every prompt a separate bandit in the box "
            "[0, r_max]^A; they ignore φ. |X| = 10⁴ is not in this design: no accelerator was "
-           "lent to run it, and on this CPU a linear agent runs 29–32 seed-steps/s there at d = 16 "
-           "(benchmarks/README.md, `linear_throughput`): about 35 minutes per block of 64 seeds "
+           "lent to run it, and on this CPU a linear agent runs 46–48 seed-steps/s there at d = 16 "
+           "(benchmarks/README.md, `practical_throughput`): about 23 minutes per block of 64 seeds "
            "at T = 1,000: days of CPU for the linear agents' 96 cells of 256 seeds "
            "alone.", "",
            "The controls: `linear_greedy`, `online_dpo`, `greedy`. "
