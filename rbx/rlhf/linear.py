@@ -195,9 +195,10 @@ def feature_mean(weights, features):
 
 def solve_linear(problem: LinearProblem, theta_init: chex.Array,
                  config: SolverConfig = LINEAR_SOLVER) -> chex.Array:
-  """The best θ ∈ K the multi-start search finds for ℓ(θ; D) + α J*(r_θ; π_cal), shape (d,): a
-  feasible local maximum, not certified global (the module docstring says what is guaranteed
-  and what `benchmarks/accuracy/linear_global.py` measures against SciPy).
+  """The best θ ∈ K the multi-start search reaches for ℓ(θ; D) + α J*(r_θ; π_cal), shape (d,):
+  feasible, after fixed iteration counts, so not certified a maximum, local or global (the
+  module docstring says what is guaranteed and what `benchmarks/accuracy/linear_global.py`
+  measures against SciPy).
 
   Args:
     problem: the instance. theta_init: the warm start, (d,) (e.g. the previous θ).
