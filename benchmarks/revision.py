@@ -18,6 +18,19 @@ ENV = "RBX_BENCHMARK_REVISION"
 THIS = "this tree"
 
 
+def head() -> str:
+  """This repository's HEAD as a short hash, "with uncommitted changes" where tracked files
+  differ from it; "unknown" outside git."""
+  git = lambda *args: subprocess.run(["git", *args], cwd=ROOT, text=True, capture_output=True,
+                                     check=True).stdout.strip()
+  try:
+    commit = git("rev-parse", "--short", "HEAD")
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown"
+  return commit + (" with uncommitted changes" if dirty else "")
+
+
 def name() -> str:
   """The revision this process runs on: the one `python` was given, else "this tree"."""
   return os.environ.get(ENV, THIS)

@@ -125,6 +125,7 @@ def test_scaling_exponent_states_its_misfit():
 
 
 def test_sequence_section_resumes_from_its_cells(ctx, monkeypatch, tmp_path):
+  from benchmarks import revision
   from benchmarks.reproduction import powered, sequences
   monkeypatch.setattr(sequences, "CELLS", powered.Cells(tmp_path / "cells", "sequences",
                                                         sequences.CELLS.pattern))
@@ -142,6 +143,7 @@ def test_sequence_section_resumes_from_its_cells(ctx, monkeypatch, tmp_path):
   assert len(rows) == 4 and sum("| control |" in r for r in rows) == 2
   assert "| hard | loglinear | 3 | 8 | sequence_xpo |" in text and "token arrays" in text
   assert "Holm over 2 comparisons" in finding and "Not yet run" not in text
+  assert f"Cells computed at {revision.head()} (4)." in text       # the code each cell ran
   # a second run reads every cell back: no agent runs
   monkeypatch.setattr(sequences.CELLS, "compute", lambda *a: pytest.fail("recomputed a cell"))
   assert sequences.run(ctx) == (text, finding)

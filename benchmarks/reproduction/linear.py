@@ -63,11 +63,6 @@ QUICK = Sizes(prompts=(100, 1000), dims=(4, 16), steps=1000, seeds=256, seeds_ta
 FULL = QUICK
 
 
-def _set(values) -> str:
-  """"{100, 1000}": the design's values, not an interval."""
-  return "{" + ", ".join(f"{v:g}" for v in values) + "}"
-
-
 def _agent(name: str):
   """The agent with the section's α (none for the controls); practical agents on the
   log-linear policy over a buffer of their comparisons, their other settings the defaults."""
@@ -133,7 +128,7 @@ def run(ctx: Context) -> tuple[str, str]:
       lambda c: c[:3] + (CONTROLS[c[3]],))
   T, n = scale.steps, scale.seeds
   lines = [f"## {TITLE}", "",
-           f"Design: |X| ∈ {_set(scale.prompts)}, d ∈ {_set(scale.dims)}, A = {ACTIONS}, β = "
+           f"Design: |X| ∈ {powered.as_set(scale.prompts)}, d ∈ {powered.as_set(scale.dims)}, A = {ACTIONS}, β = "
            f"{BETA:g}, r_max = {R_MAX:g}, T = {T}, {n} seeds per agent in blocks of {scale.block} "
            f"({scale.seeds_tabular} for the tabular agents, whose step re-solves every prompt); "
            "instances "
@@ -162,6 +157,7 @@ def run(ctx: Context) -> tuple[str, str]:
            "The controls: `linear_greedy`, `online_dpo`, `greedy`. "
            + powered.EXPLAINED.format(m=len(comparisons)), ""]
   lines += powered.not_yet_run(missing, cells, scale.block, CELLS)
+  lines += powered.revisions(done)
   for X in scale.prompts:
     for d in scale.dims:
       present = [i for i in scale.instances if any(c[:3] == (i, X, d) for c in done)]

@@ -16,6 +16,7 @@ comparisons; Holm's first, most stringent step) detects with 80% power at the ob
 """
 from __future__ import annotations
 
+import collections
 import json
 import sys
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import ROOT
+from benchmarks import ROOT, revision
 from rbx import rlhf
 from rbx.core import stats
 from rbx.core.results import mean_ci
@@ -67,7 +68,7 @@ class Cells:
     regret = np.asarray(res.regret, np.float64)
     saved = {"finals": regret.sum(-1), "learned": learned(regret), "sum": regret.sum(0),
              "squares": (regret ** 2).sum(0), "seconds": np.float64(time.time() - start),
-             "settings": np.asarray(json.dumps(settings))}
+             "settings": np.asarray(json.dumps(settings)), "revision": np.asarray(revision.head())}
     self.directory.mkdir(parents=True, exist_ok=True)
     tmp = self.path(cell).with_suffix(".tmp.npz")
     np.savez(tmp, **saved)
@@ -87,7 +88,8 @@ def combine(blocks: list[dict]) -> dict:
   return {"finals": np.concatenate([b["finals"] for b in blocks]),
           "learned": np.concatenate([b["learned"] for b in blocks]), "mean": mean,
           "half": stats.t_quantile(0.975, max(n - 1, 1)) * sd / np.sqrt(n),
-          "seconds": sum(float(b["seconds"]) for b in blocks)}
+          "seconds": sum(float(b["seconds"]) for b in blocks),
+          "revisions": [str(b["revision"]) if "revision" in b else UNRECORDED for b in blocks]}
 
 
 def fill(cells: list[tuple], load, compute, budget: float | None) -> dict:
@@ -211,6 +213,25 @@ def not_yet_run(missing: list, cells: list, block: int, store: Cells) -> list[st
           "each agent ran are in the tables' *n* column, and a comparison uses the seeds both "
           "agents ran. The section's command computes the rest, resuming from the cells saved "
           f"in `{store.shown()}`.", ""]
+
+
+def as_set(values) -> str:
+  """"{100, 1000}": a design's values, written so as not to read as an interval."""
+  return "{" + ", ".join(str(v) for v in values) + "}"
+
+
+UNRECORDED = "a commit not recorded"
+"""A cell's revision where it was saved before cells recorded theirs."""
+
+
+def revisions(done: dict) -> list[str]:
+  """The report's line on which code computed its cells (`gather`'s runs): each commit
+  (`benchmarks.revision.head` when the cell was computed) with its count of cells."""
+  counts = collections.Counter(r for run in done.values() for r in run["revisions"])
+  if not counts:
+    return []
+  return ["Cells computed at " + "; ".join(f"{r} ({n})" for r, n in counts.most_common())
+          + ".", ""]
 
 
 def part(label: str, mine: dict, name, control: str) -> str:

@@ -23,7 +23,6 @@ import datetime
 import importlib
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from pathlib import Path
 import jax
 
 import rbx
-from benchmarks import ROOT
+from benchmarks import ROOT, revision
 from benchmarks.reproduction.common import Context, Figures
 
 # The report's sections in order; each names a module of benchmarks/reproduction/.
@@ -48,19 +47,6 @@ def _expand(names: list[str]) -> list[str]:
   return [s for n in names for s in GROUPS.get(n, [n])]
 
 
-def _commit() -> str:
-  """HEAD's short hash, "with uncommitted changes" where tracked files differ from it."""
-  try:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                            capture_output=True, check=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                           text=True, capture_output=True, check=True).stdout.strip()
-    commit += " with uncommitted changes" if dirty else ""
-  except (OSError, subprocess.CalledProcessError):
-    commit = "unknown"
-  return commit
-
-
 def _stamp(name: str, full: bool, seconds: float, commit: str) -> str:
   """The line under a section's heading: the command and the run that produced it."""
   dev = jax.devices()
@@ -74,7 +60,7 @@ def _stamp(name: str, full: bool, seconds: float, commit: str) -> str:
 def run_section(name: str, ctx: Context) -> Path:
   """Runs one section and saves its output (finding, stamp, markdown) as figures/<name>.md."""
   module = importlib.import_module(f"benchmarks.reproduction.{name}")
-  commit = _commit()            # before the section writes its figures
+  commit = revision.head()      # before the section writes its figures
   start = time.perf_counter()
   print(f"[reproduce] {name} ...", file=sys.stderr, flush=True)
   text, finding = module.run(ctx)

@@ -150,7 +150,8 @@ def run(ctx: Context) -> tuple[str, str]:
   X_tab, V_tab, lengths, _ = scale.tabular
   lines = [
       f"## {TITLE}", "",
-      f"Design: |X| ∈ {list(scale.prompts)}, (V, L) ∈ {[tuple(s) for s in scale.shapes]} "
+      f"Design: |X| ∈ {powered.as_set(scale.prompts)}, "
+      f"(V, L) ∈ {powered.as_set(tuple(s) for s in scale.shapes)} "
       f"(V^L answers, enumerated)"
       + (f" and, on the hard instance at |X| = {scale.longer[0]}, V = {scale.longer[1]}, "
          f"L ∈ {list(scale.longer[2])} (answers as token arrays, `rbx.rlhf.tokens`: the same "
@@ -177,6 +178,7 @@ def run(ctx: Context) -> tuple[str, str]:
       "The control: `sequence_dpo` (online DPO) on the same policy. "
       + powered.EXPLAINED.format(m=len(comparisons)), ""]
   lines += powered.not_yet_run(missing, cells, scale.block, CELLS)
+  lines += powered.revisions(done)
   for X in scale.prompts:
     for V in sorted({v for v, _ in scale.shapes}):
       mine = {c: v for c, v in done.items() if c[1:3] == (X, V)}
