@@ -14,32 +14,20 @@ family of comparisons (`rbx.core.stats.holm`: every instance, agent and regret).
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import jax
 import numpy as np
 
 from benchmarks.reproduction.common import Context
+from benchmarks.reproduction.dueling import FULL, QUICK, REGRETS, Sizes, cell, floor
 from rbx import rlhf
-from rbx.core import results as results_lib, stats
+from rbx.core import stats
 
 CONTROL = "linear/greedy"    # the linear agents' no-exploration control (`rlhf.control`)
 BASE = "linear/xpo"
 AGENTS = (BASE, "linear/algorithm1", CONTROL, "colstim", "maxinp", "maxminlcb", "double_ts")
 ALPHA = 3.0            # the linear agents' bonus weight (the dueling section's α)
-REGRETS = {"regret": "(2.6)", "weak_regret": "weak", "strong_regret": "strong"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Sizes:
-  """This section's sizes at one scale."""
-  seeds: int           # seeds per agent and instance
-  steps: int           # T
-
-
-QUICK = Sizes(seeds=64, steps=500)
-FULL = Sizes(seeds=256, steps=2000)
 
 
 def instances() -> dict:
@@ -68,12 +56,6 @@ def measure(scale: Sizes) -> dict:
                      seeds=scale.seeds, steps=scale.steps, progress=False, record="summary")
     out[name] = {m: np.asarray(res.metric(m).final()) for m in REGRETS}
   return out
-
-
-def _cell(values: np.ndarray) -> str:
-  """mean [95% Student-t interval] of R(T) over seeds (`rbx.core.results.ci`)."""
-  mean, low, high = results_lib.ci(values, axis=-1)
-  return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
 
 
 def _paired(c: stats.Comparison) -> str:
@@ -117,7 +99,7 @@ def run(ctx: Context) -> tuple[str, str]:
     finals = data[name]
     lines += [f"**{title}**", "", "| agent | (2.6) | weak | strong |", "|---|---:|---:|---:|"]
     for i, agent in enumerate(AGENTS):
-      lines.append(f"| {agent} | " + " | ".join(_cell(finals[m][i]) for m in REGRETS) + " |")
+      lines.append(f"| {agent} | " + " | ".join(cell(finals[m][i]) for m in REGRETS) + " |")
     for ref in (CONTROL, BASE):
       lines += ["", f"Paired over seeds, agent − {ref}:", "",
                 "| agent | (2.6) | weak | strong |", "|---|---:|---:|---:|"]
@@ -145,16 +127,11 @@ def _finding(data: dict, comparisons: dict) -> str:
                   > 0 for a in dueling)
       cells.append(f"{label} {below} below, {above} above")
     parts.append(f"{name}: " + ", ".join(cells))
-  floor = {}
-  for name, (env, _) in instances().items():
-    base = env.base
-    per = jax.vmap(lambda r, p, b=base.beta: -b * rlhf.log_optimal_policy(r, p, b)[
-        jax.numpy.argmax(r)])(base.r_star, base.pi_ref)
-    floor[name] = float(np.dot(np.asarray(base.rho), np.asarray(per)))
+  floors = {name: floor(env.base) for name, (env, _) in instances().items()}
   return ("CoLSTIM, MaxInP and MaxMinLCB against linear/xpo (of 3 each, Holm-separated "
           "paired differences): " + "; ".join(parts) + ". A point mass on each prompt's a* "
           "costs Σ_x ρ(x)(−β ln π*(a*(x) | x)) a step in (2.6): "
-          + ", ".join(f"{n} {v:.3g}" for n, v in floor.items()) + ".")
+          + ", ".join(f"{n} {v:.3g}" for n, v in floors.items()) + ".")
 
 
 def main() -> None:
