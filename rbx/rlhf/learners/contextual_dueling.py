@@ -142,6 +142,13 @@ def widths(phi: chex.Array, gram: chex.Array) -> chex.Array:
   return jnp.sqrt(jnp.maximum(diag[:, None] + diag[None, :] - 2.0 * G, 0.0))
 
 
+def _pairs(state, phi: chex.Array) -> tuple[chex.Array, chex.Array]:
+  """(D, W) at the round's features φ (A, d): D_ij = θ̂ᵀ(φ_i − φ_j) and W_ij = ‖φ_i − φ_j‖_{V⁻¹},
+  each (A, A) — MaxInP's and MaxMinLCB's scores of a pair."""
+  u = phi @ state.theta
+  return u[:, None] - u[None, :], widths(phi, state.gram)
+
+
 def _random_pair(key: chex.PRNGKey, A: int):
   """A uniformly random pair of distinct answers (the exploration phase)."""
   k1, k2 = jax.random.split(key)
@@ -310,9 +317,7 @@ def maxinp(confidence_width=None, exploration_length=None, regularization=1.0) -
 
   def choose(key, state, phi):
     A = phi.shape[0]
-    u = phi @ state.theta
-    W = widths(phi, state.gram)
-    D = u[:, None] - u[None, :]
+    D, W = _pairs(state, phi)
     cand = jnp.all(D + state.width * W >= 0.0, axis=1)
     pair = cand[:, None] & cand[None, :]
     flat = _pick_max(key, W.reshape(-1), pair.reshape(-1))
@@ -350,9 +355,7 @@ def maxminlcb(confidence_width=None, exploration_length=0, regularization=1.0) -
   def choose(key, state, phi):
     A = phi.shape[0]
     k1, k2 = jax.random.split(key)
-    u = phi @ state.theta
-    W = widths(phi, state.gram)
-    D = u[:, None] - u[None, :]
+    D, W = _pairs(state, phi)
     eye = jnp.eye(A, dtype=bool)
     cand = jnp.all((D + state.width * W > 0.0) | eye, axis=1)
     lcb = D - state.width * W
