@@ -130,6 +130,13 @@ def trap_reference(r_star: chex.Array, kappa) -> chex.Array:
   return worst * (1.0 - A / kappa) + 1.0 / kappa
 
 
+def reference_policy(r_star: chex.Array, deviation, kappa=None) -> chex.Array:
+  """π_ref from the rewards r* (..., A): ∝ exp((1 − deviation) r*) per prompt, or with `kappa`
+  Example 2's trap (`trap_reference`); either is invariant to a per-prompt shift of r*."""
+  return (jax.nn.softmax((1.0 - deviation) * r_star, axis=-1) if kappa is None
+          else trap_reference(r_star, kappa))
+
+
 REWARD_SCALES = ("range", "none")
 
 
@@ -162,15 +169,7 @@ def make_contextual(features, theta_star, beta, r_max=None, deviation=1.0, rho=N
   Raises:
     ValueError naming the field, for any bad input (before anything compiles).
   """
-  _checks.positive("beta", beta, strict=False)             # β = 0: the unregularised problem
-  _checks.choice("reward_scale", reward_scale, REWARD_SCALES)
-  if r_max is None and reward_scale == "range":
-    raise ValueError("r_max=? is needed with reward_scale='range' (the bound r* is scaled to); "
-                     "give it, or reward_scale='none' for the rewards as given")
-  if r_max is not None:
-    _checks.positive("r_max", r_max)
-    env_lib.learner_bound(learner_r_max, r_max)                     # before anything is built
-  _checks.in_range("deviation", deviation, 0.0, 2.0)
+  check_options(beta, r_max, deviation, learner_r_max, reward_scale)
   phi, theta = jnp.asarray(features, jnp.float32), jnp.asarray(theta_star, jnp.float32)
   if phi.ndim != 3:
     raise ValueError(f"features must have shape (X, A, d), got {phi.shape}")
@@ -198,10 +197,23 @@ def make_contextual(features, theta_star, beta, r_max=None, deviation=1.0, rho=N
     scale = jnp.where(hi > lo, r_max / jnp.where(hi > lo, hi - lo, 1.0), 0.0)
     r_star = jnp.where(hi > lo, (score - lo) * scale, 0.5 * r_max)
   r_star = jnp.clip(r_star, 0.0, r_max)                             # float32 rounding at the ends
-  pi_ref = (jax.nn.softmax((1.0 - deviation) * r_star, axis=-1) if kappa is None
-            else trap_reference(r_star, kappa))
+  pi_ref = reference_policy(r_star, deviation, kappa)
   base = env_lib.make_env(r_star, pi_ref, beta, r_max, rho=rho, learner_r_max=learner_r_max)
   return ContextualPreferenceEnv(base, phi, theta * scale)
+
+
+def check_options(beta, r_max, deviation, learner_r_max, reward_scale: str) -> None:
+  """ValueError naming the field for a bad β, r_max, deviation, learner_r_max or reward_scale
+  of `make_contextual` (before anything is built)."""
+  _checks.positive("beta", beta, strict=False)             # β = 0: the unregularised problem
+  _checks.choice("reward_scale", reward_scale, REWARD_SCALES)
+  if r_max is None and reward_scale == "range":
+    raise ValueError("r_max=? is needed with reward_scale='range' (the bound r* is scaled to); "
+                     "give it, or reward_scale='none' for the rewards as given")
+  if r_max is not None:
+    _checks.positive("r_max", r_max)
+    env_lib.learner_bound(learner_r_max, r_max)
+  _checks.in_range("deviation", deviation, 0.0, 2.0)
 
 
 def _as_given(score: chex.Array) -> chex.Array:

@@ -109,9 +109,13 @@ class PreferenceEnv(NamedTuple):
     Σ_x ρ(x) [J(π*, r*) − J(π^(t), r*)] at x)."""
     del state
     a1_wins = preference(jax.random.split(key)[1], self, obs.x, query.a1, query.a2)
+    return a1_wins, self.regret(query.log_pi)
+
+  def regret(self, log_pi: chex.Array) -> chex.Array:
+    """The regret term (2.6) of the policy log π (X, A): Σ_x ρ(x) [J(π*, r*) − J(π, r*)] at x."""
     per_prompt = jax.vmap(objectives.regret, (0, 0, 0, None))(
-        jnp.exp(query.log_pi), self.r_star, self.pi_ref, self.beta)
-    return a1_wins, jnp.dot(self.rho, per_prompt)
+        jnp.exp(log_pi), self.r_star, self.pi_ref, self.beta)
+    return jnp.dot(self.rho, per_prompt)
 
 
 def make_env(r_star, pi_ref, beta, r_max, rho=None, pi_cal=None,
@@ -213,4 +217,10 @@ def random_instance(key: chex.PRNGKey, num_prompts: int, num_actions: int, beta,
 
 def preference(key: chex.PRNGKey, env: PreferenceEnv, x, a1, a2) -> chex.Array:
   """The Bradley–Terry oracle (2.1): True with probability σ(r*(x, a1) − r*(x, a2))."""
-  return jax.random.bernoulli(key, jax.nn.sigmoid(env.r_star[x, a1] - env.r_star[x, a2]))
+  return oracle(key, env.r_star[x], a1, a2)
+
+
+def oracle(key: chex.PRNGKey, r_star: chex.Array, a1, a2) -> chex.Array:
+  """The Bradley–Terry oracle (2.1) on one prompt's rewards r* (A,): True with probability
+  σ(r*(a1) − r*(a2))."""
+  return jax.random.bernoulli(key, jax.nn.sigmoid(r_star[a1] - r_star[a2]))

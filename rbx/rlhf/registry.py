@@ -27,7 +27,8 @@ import jax
 
 from rbx import _checks, schedules
 from rbx.core import registry as reg
-from rbx.rlhf import analysis, assumptions, contextual, env as env_lib, schemes, sequences, tokens
+from rbx.rlhf import (analysis, assumptions, contextual, env as env_lib, generated, schemes,
+                      sequences, tokens)
 from rbx.rlhf.learners import CLASSES, PolicyClass, agent_name
 from rbx.rlhf.learners import contextual_dueling
 from rbx.rlhf.learners import dueling as dueling_agents
@@ -115,7 +116,8 @@ def control(agent: str) -> str | None:
 
 
 FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.ContextualPreferenceEnv,
-                                       sequences.SequenceEnv, tokens.TokenEnv),
+                                       generated.GeneratedContextualEnv, sequences.SequenceEnv,
+                                       tokens.TokenEnv),
                     cpu_seed_batch=cpu_seed_batch, cpu_rule="seeds × |X| × A² ≤ 2^16",
                     step_bytes=step_bytes, prepare=prepare,
                     reference_exponent=analysis.paper_exponent, control=control)
@@ -161,6 +163,45 @@ FAMILY.env("contextual", _contextual, {
     "reward_scale": reg.string(contextual.REWARD_SCALES,
                                doc="\"range\": r* = θ*ᵀφ scaled into [0, r_max]; \"none\": "
                                    "as given (rbx.rlhf.make_contextual)")})
+
+
+def _generated(num_actions=16, context_dim=4, contexts="uniform", pool_size=1000, beta=1.0,
+               r_max=None, deviation=1.0, seed=0, learner_r_max=None, kappa=None,
+               reward_scale="range"):
+  """`generated_contextual` with a built-in D of dimension k (`generated.CONTEXTS`), the
+  features `generated.cos_sin` (d = 2k) and θ* ~ N(0, I_d), its pool and θ* from an integer
+  seed (its key). r_max None: 4 with `reward_scale = "range"`, as `contextual`."""
+  _checks.choice("contexts", contexts, generated.CONTEXTS)
+  _checks.positive_int("num_actions", num_actions, low=2)
+  _checks.positive_int("context_dim", context_dim)
+  if r_max is None and reward_scale == "range":
+    r_max = 4.0
+  k_pool, k_theta = jax.random.split(jax.random.key(seed))
+  return generated.generated_contextual(
+      k_pool, generated.CONTEXTS[contexts](context_dim), generated.cos_sin(num_actions),
+      jax.random.normal(k_theta, (2 * context_dim,)), beta, r_max, pool_size, deviation,
+      learner_r_max, kappa, reward_scale)
+
+
+FAMILY.env("generated_contextual", _generated, {
+    "num_actions": reg.integer(2),
+    "context_dim": reg.integer(1, doc="k: s ∈ R^k, features φ(s, a) = ((a + 1) cos πs, "
+                               "sin πs/(a + 1)), d = 2k (rbx.rlhf.generated.cos_sin)"),
+    "contexts": reg.string(generated.CONTEXTS, doc="D, a fresh context every round: "
+                           "\"uniform\" U[0, 1]^k or \"normal\" N(0, I_k)"),
+    "pool_size": reg.integer(1, doc="the evaluation pool's contexts, drawn once from the seed: "
+                             "the regret (2.6) is exact over the pool"),
+    "beta": ENV_BETA,
+    "r_max": reg.real(doc="the reward bound r_max > 0 (default 4; with reward_scale = \"none\" "
+                      "the rewards' own bound over the pool)"),
+    "deviation": reg.real(doc="π_ref's distance from π_HF"),
+    "seed": reg.integer(0, doc="the instance's random seed (the pool and θ* ~ N(0, I))"),
+    "learner_r_max": ENV_LEARNER,
+    "kappa": reg.real(doc="Example 2's trap at every context: π_ref 1/κ on every answer but "
+                      "the worst, κ ≥ A"),
+    "reward_scale": reg.string(contextual.REWARD_SCALES,
+                               doc="\"range\": r* = θ*ᵀφ scaled into [0, r_max] over the pool; "
+                                   "\"none\": as given")})
 
 
 def _sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.5, r_max=4.0, deviation=1.0,

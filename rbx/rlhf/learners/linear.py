@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from rbx import _checks, schedules
 from rbx.core import registry as reg
 from rbx.core.protocol import Agent
-from rbx.rlhf import schemes
+from rbx.rlhf import generated, schemes
 from rbx.rlhf.env import Prompt, Query
 from rbx.rlhf.learners.base import SOLVER, PolicyClass, agent_name, positive_beta
 from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
@@ -114,6 +114,8 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
       raise ValueError(f"{name} needs an environment with features φ(x, a) (a contextual "
                        f"environment, rbx.rlhf.random_contextual), got {type(task).__name__}")
     positive_beta(name, task.beta, "its J* is a log-sum-exp at temperature β")
+    if isinstance(task, generated.GeneratedTask):
+      generated.check_learner(name, pi_cal)
     d = task.features.shape[-1]
     theta = jnp.zeros(d, task.features.dtype)
     return LinearState(theta_prev=theta,
@@ -123,20 +125,23 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
                        scheme=jnp.array(scheme.indices(), jnp.int32),
                        bonus=jnp.array(float(scheme.bonus), jnp.float32))
 
-  def act(key, state: LinearState, obs: Prompt, task):
-    x = obs.x
-    policies = {"previous": log_policy(state.theta_prev, _at(task, x)),
-                "current": state.log_pi[x], "reference": jnp.log(task.pi_ref[x]),
-                "calibration": jnp.log(fixed_cal(task)[x])}
+  def act(key, state: LinearState, obs: Prompt | generated.Context, task):
+    at, x = generated.local(task, obs)       # a generated context: its one-prompt task, x = 0
+    drawn = at is not task
+    policies = {"previous": log_policy(state.theta_prev, _at(at, x)),
+                "current": log_policy(state.theta, _at(at, x)) if drawn else state.log_pi[x],
+                "reference": jnp.log(at.pi_ref[x]), "calibration": jnp.log(fixed_cal(at)[x])}
     rows = jnp.stack([policies[p] for p in schemes.ANSWER_SOURCES])        # (4, A)
     k1, k2 = jax.random.split(key)
     a1 = jax.random.categorical(k1, rows[state.scheme[0]])
     a2 = jax.random.categorical(k2, rows[state.scheme[1]])
-    return state, Query(a1, a2, state.log_pi)
+    return state, Query(a1, a2, generated.LogLinear(state.theta) if drawn else state.log_pi)
 
-  def update(key, state: LinearState, obs: Prompt, query: Query, a1_wins, task):
+  def update(key, state: LinearState, obs: Prompt | generated.Context, query: Query, a1_wins,
+             task):
     del key
-    phi = task.features[obs.x]
+    at, x = generated.local(task, obs)
+    phi = at.features[x]
     z = jnp.where(a1_wins, 1.0, -1.0) * (phi[query.a1] - phi[query.a2])
     data = state.data.add(z)
     cal = cal_policy(state, task)

@@ -119,10 +119,11 @@ import optax
 from rbx import _checks, schedules
 from rbx.core import registry as reg
 from rbx.core.protocol import Agent
-from rbx.rlhf import objectives, schemes
+from rbx.rlhf import generated, objectives, schemes
 from rbx.rlhf.env import Prompt, Query
 from rbx.rlhf.learners import policies
 from rbx.rlhf.learners.base import PolicyClass, agent_name, positive_beta
+from rbx.rlhf.linear import LinearData
 
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
 L2 = 1.0
@@ -373,17 +374,35 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
   def init(key, task, horizon: int) -> PracticalState:
     del key
     positive_beta(name, task.beta, "the DPO form's reward is r_θ = β log π_θ/π_ref")
+    drawn = isinstance(task, generated.GeneratedTask)
+    if drawn:
+      on_generated(task)
     params = pol.init(task)
     log_pi = deployed(params, task)
     log_prev = log_pi if pi_prev_init is None else jnp.log(
         jnp.broadcast_to(jnp.asarray(pi_prev_init, jnp.float32), task.pi_ref.shape))
     X, A = task.pi_ref.shape
     counts = data == "counts" or (data == "auto" and horizon >= X)
-    comparisons = jnp.zeros((X, A, A)) if counts else Comparisons.empty(horizon)
+    if drawn:                       # the comparisons' feature differences (module docstring)
+      comparisons = LinearData(jnp.zeros((horizon, params.shape[0])), jnp.zeros((), jnp.int32))
+    else:
+      comparisons = jnp.zeros((X, A, A)) if counts else Comparisons.empty(horizon)
     return PracticalState(params=params, opt_state=opt.init(params), data=comparisons,
                           log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32),
-                          params_prev=params if own else None)
+                          params_prev=params if own or drawn else None)
 
+  def on_generated(task):
+    """ValueError naming the option that cannot run on generated contexts (module docstring)."""
+    if pol.name != "loglinear":
+      raise ValueError(f"{name} on generated contexts needs policy='loglinear' (π_θ over φ(s, a), "
+                       f"which the environment evaluates at any context), got policy={pol.name!r}")
+    for field, value, ok in (("clip", clip, False), ("data", data, "auto"),
+                             ("pi_prev_init", pi_prev_init, None)):
+      if value != ok and not (field == "data" and value == "buffer"):
+        raise ValueError(f"{field}={value!r} is for a finite prompt set: on generated contexts "
+                         f"{name} keeps the comparisons' feature differences and π^(0) = π_ref "
+                         f"(leave {field} at its default)")
+    generated.check_learner(name, pi_cal)
   def log_fixed_cal(task):
     """log π_cal of the rows with a fixed one, (X, A)."""
     return jnp.log(schemes.fixed_policy(pi_cal, task))
@@ -396,15 +415,27 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
             "reference": draw(pol.reference(task)),
             "calibration": lambda key: jax.random.categorical(key, log_fixed_cal(task)[obs.x])}
 
-  def act(key, state: PracticalState, obs: Prompt, task):
+  def at_round(state, obs, task):
+    """(state, obs, task) as the per-prompt code reads them: themselves at a prompt; at a
+    generated context its one-prompt task (`generated.local`), the prompt 0 and the state's
+    π^(t−1), π^(t) there (from θ^(t−1), θ^(t))."""
+    at, x = generated.local(task, obs)
+    if at is task:
+      return state, obs, task
+    return (state._replace(log_pi=deployed(state.params, at),
+                           log_pi_prev=deployed(state.params_prev, at)), Prompt(x), at)
+
+  def act(key, state: PracticalState, obs: Prompt | generated.Context, task):
     if own:
       a1, a2 = schemes.draw(_keys(key)[:2], scheme, samplers(state, obs, task))
     else:
+      local, obs_, at = at_round(state, obs, task)
       a1, a2 = schemes.answers(_keys(key)[:2], scheme, {
-          "previous": lambda: state.log_pi_prev[obs.x], "current": lambda: state.log_pi[obs.x],
-          "reference": lambda: jnp.log(task.pi_ref)[obs.x],
-          "calibration": lambda: log_fixed_cal(task)[obs.x]})
-    return state, Query(a1, a2, state.log_pi)
+          "previous": lambda: local.log_pi_prev[obs_.x], "current": lambda: local.log_pi[obs_.x],
+          "reference": lambda: jnp.log(at.pi_ref)[obs_.x],
+          "calibration": lambda: log_fixed_cal(at)[obs_.x]})
+    drawn = isinstance(obs, generated.Context)
+    return state, Query(a1, a2, generated.LogLinear(state.params) if drawn else state.log_pi)
 
   def calibration_estimate(key, state, obs, query, task):
     """(xs, π̂_cal, w): the estimate Σ_i w_i E_{a∼π̂_cal(·|x_i)} of E_{x∼ρ} E_{a∼π_cal} at the
@@ -429,23 +460,36 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
       draws = jax.random.categorical(_keys(key)[2], log_cal[obs.x], shape=(cal_samples,))
     return obs.x[None], jnp.mean(jax.nn.one_hot(draws, A), axis=0)[None], jnp.ones(1)
 
-  def update(key, state: PracticalState, obs: Prompt, query: Query, a1_wins, task):
+  def update(key, state: PracticalState, obs: Prompt | generated.Context, query: Query, a1_wins,
+             task):
     winner = jnp.where(a1_wins, query.a1, query.a2)
     loser = jnp.where(a1_wins, query.a2, query.a1)
-    counts = not isinstance(state.data, Comparisons)      # the form `init` took
-    if counts:
+    drawn = isinstance(state.data, LinearData)            # the form `init` took
+    counts = not drawn and not isinstance(state.data, Comparisons)
+    if drawn:
+      phi = obs.features
+      comparisons = state.data.add(phi[winner] - phi[loser])
+    elif counts:
       comparisons = state.data.at[obs.x, winner, loser].add(1.0)
     else:
       comparisons = state.data.add(obs.x, winner, loser)
     log_ref = jnp.log(task.pi_ref)
     alpha_t = schedule(state.t)
-    xs, cal, weights = calibration_estimate(key, state, obs, query, task)
-    bonus_ref = log_ref if xs is None else log_ref[xs]
+    # the bonus's prompts: the task's (all, or cal_prompts of them), or the round's own (at a
+    # generated context, its one-prompt task: `at_round`)
+    on_task = cal_samples is None or cal_prompts is not None
+    cal_state, cal_obs, bonus_task = (state, obs, task) if on_task else at_round(state, obs, task)
+    xs, cal, weights = calibration_estimate(key, cal_state, cal_obs, query, bonus_task)
+    bonus_ref = jnp.log(bonus_task.pi_ref)
+    bonus_ref = bonus_ref if xs is None else bonus_ref[xs]
     theta_ref = pol.reference(task)
 
     def objective(params):
       prior = 0.5 * l2 * jnp.sum(jnp.square(params - theta_ref))
-      if counts:                                   # every prompt's log π_θ, once
+      if drawn:           # log-linear: r_θ(s, a+) − r_θ(s, a−) = θᵀz, z the features' difference
+        dpo = -comparisons.log_likelihood(params)
+        bonus_pi = deployed(params, bonus_task, xs)
+      elif counts:                                 # every prompt's log π_θ, once
         log_pi = deployed(params, task)
         dpo = dpo_loss(log_pi, log_ref, comparisons, task.beta)
         bonus_pi = log_pi if xs is None else log_pi[xs]
@@ -471,7 +515,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
                                           length=train_steps)
     return PracticalState(params=params, opt_state=opt_state, data=comparisons,
                           log_pi=deployed(params, task), log_pi_prev=state.log_pi, t=state.t + 1,
-                          params_prev=state.params if own else None)
+                          params_prev=state.params if own or drawn else None)
 
   return Agent(name, init, act, update)
 
