@@ -367,18 +367,13 @@ def _refine(search: _Search, theta, config: SolverConfig):
 def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, value=None):
   """One safeguarded active-set Newton step (module docstring) from p with the linear term
   `slope`; `value` is F at p for a step on F (trial points ranked by F), None for a DC step
-  (ranked by M = ℓ + slopeᵀθ). Returns the next point, its ranked value and the next τ.
-
-  The Newton direction is followed along the model's projected path (`_path`): `line_search`
-  segments, each the cone step of the model gᵀΔ − ½ΔᵀHΔ from the previous segment's end on
-  the faces active there, capped where the first inactive face blocks it (`_max_step`) and at
-  τ, so one step can add a face a segment; the segments' ends are the trial points. The
-  gradient (scaled so that its rewards span r_max) is tried at τ·shrink^i, i < `line_search`,
-  each capped the same way. τ becomes one `shrink` above the size of the direction taken (at
-  most 1), or `shrink` below itself when no trial improved. A trial point costs one pass over
-  its rewards for its hi/lo (the retraction, which only absorbs rounding here) and, on F, one
-  of |X|·A exponentials (whose sum the kept point carries: the next slope needs it). After a
-  DC step the point's `total` is stale (the caller recomputes it)."""
+  (ranked by M = ℓ + slopeᵀθ). The step sizes tried are τ·shrink^i, i < `line_search`, each
+  capped at the largest step that stays in K (`_max_step`). Returns the next point, its ranked
+  value and the next τ: one `shrink` above the size tried (at most 1), or shrink^line_search
+  below τ when no trial improved. A trial point costs one pass over r + size·φΔ for its
+  hi/lo (the retraction, which only absorbs rounding here) and, on F, one of |X|·A
+  exponentials (whose sum the kept point carries: the next slope needs it). After a DC step
+  the point's `total` is stale (the caller recomputes it)."""
   dc = value is None
   z, mask = search.z, search.mask
   sig = jax.nn.sigmoid(-p.s)                                   # σ(−θᵀz)
@@ -386,63 +381,49 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
   w = mask * sig * (1.0 - sig)
   lap = (z * w[:, None]).T @ z                                 # −∇²ℓ, (d, d)
   ridge = 1e-6 * (1.0 + jnp.max(jnp.diag(lap)))
+  normals, active, widest = _active_faces(search, p)
+  normals = normals * active[:, None]
   eye = jnp.eye(g.shape[0], dtype=g.dtype)
-  hessian = lap + ridge * eye
+  hessians = [lap + ridge * eye]
+  if not dc or config.dc_gradient:
+    hessians.append(eye)
+  # both directions' solves in one batch: the eliminations' loops run once for the two
+  directions = list(jax.vmap(_cone_step, (0, None, None))(jnp.stack(hessians), normals, g))
   if dc:
     value = search.log_likelihood(p.s) + jnp.dot(slope, p.theta)
-
-  def rank(q: _Point):
-    """q's ranked value and log-sum-exp sum (F, or M on a DC step)."""
-    if dc:
-      return search.log_likelihood(q.s) + jnp.dot(slope, q.theta), p.total
-    total = search.total(q.r, q.hi)
-    return search.value(q.theta, q.s, q.hi, total), total
-
-  def move(q: _Point, e, size):
-    """q + size·e, retracted onto K (rounding), its ranked value and sum."""
-    r = q.r + size * e[1]
-    hi, lo = _extremes(r)
-    c = 1.0 / jnp.maximum(1.0, jnp.max(hi - lo) / search.r_max)
-    q = _Point(c * (q.theta + size * e[0]), c * r, c * (q.s + size * e[2]), c * hi, c * lo,
-               q.total)
-    v, total = rank(q)
-    return q._replace(total=total), jnp.where(jnp.isfinite(v), v, -jnp.inf)
-
-  def held(q: _Point):
-    """The active faces' normals at q (zero rows: inactive) and the widest prompts."""
-    normals, active, widest = _active_faces(search, q)
-    return normals * active[:, None], widest
-
-  faces = start = held(p)
-  hessians = [hessian] + ([eye] if (not dc and not config.newton_f) or config.dc_gradient else [])
-  # the first segment's and the gradient's solves in one batch (one elimination loop)
-  first = jax.vmap(_cone_step, (0, None, None))(jnp.stack(hessians), faces[0], g)
-  trials = [(p, value, tau * config.shrink)]
-  q, gq = p, g
-  for i in range(config.line_search):            # the Newton direction's projected path
-    delta = first[0] if i == 0 else _cone_step(hessian, faces[0], gq)
+  steps = []
+  trials = [(value, 0, jnp.zeros(()), jnp.ones(()), p.hi, p.lo, p.total,
+             tau * config.shrink ** config.line_search)]
+  for k, delta in enumerate(directions):
     e = (delta, rewards(delta, search.phi), z @ delta)
-    size = jnp.minimum(tau, _max_step(search, q, e[1], faces[1]))
-    q, v = move(q, e, size)
-    trials.append((q, v, jnp.minimum(1.0, tau / config.shrink)))
-    if i + 1 < config.line_search:
-      gq = gq - size * (hessian @ delta)         # the model's gradient at the segment's end
-      faces = held(q)
-  if len(hessians) > 1:                          # the gradient, scaled to span r_max
-    delta = first[1]
-    e = (delta, rewards(delta, search.phi), z @ delta)
-    h = jnp.max(jnp.subtract(*_extremes(e[1])))
-    e = tuple(jnp.where(h > 0, search.r_max / jnp.where(h > 0, h, 1.0), 0.0) * a for a in e)
-    limit = _max_step(search, p, e[1], start[1])
+    if k > 0:                      # the gradient, scaled so that its rewards span r_max
+      h = jnp.max(jnp.subtract(*_extremes(e[1])))
+      e = tuple(jnp.where(h > 0, search.r_max / jnp.where(h > 0, h, 1.0), 0.0) * a for a in e)
+    steps.append(e)
+    limit = _max_step(search, p, e[1], widest)
     for i in range(config.line_search):
       nominal = tau * config.shrink ** i
-      q, v = move(p, e, jnp.minimum(nominal, limit))
-      trials.append((q, v, jnp.minimum(1.0, nominal / config.shrink)))
-  points, values, taus = (jax.tree.map(lambda *a: jnp.stack(a), *[t[i] for t in trials])
-                          for i in range(3))
-  j = jnp.argmax(values)
-  kept = jax.tree.map(lambda a: a[j], points._replace(r=None))
-  return kept._replace(r=rewards(kept.theta, search.phi)), values[j], taus[j]
+      size = jnp.minimum(nominal, limit)
+      r = p.r + size * e[1]
+      hi, lo = _extremes(r)
+      c = 1.0 / jnp.maximum(1.0, jnp.max(hi - lo) / search.r_max)
+      theta, s = c * (p.theta + size * e[0]), c * (p.s + size * e[2])
+      if dc:
+        v, total = search.log_likelihood(s) + jnp.dot(slope, theta), p.total
+      else:
+        total = search.total(r, hi, c)
+        v = search.value(theta, s, c * hi, total)
+      trials.append((jnp.where(jnp.isfinite(v), v, -jnp.inf), k, size, c, hi, lo, total,
+                     jnp.minimum(1.0, nominal / config.shrink)))
+  v, k, size, c, hi, lo, total, taus = (jnp.stack([jnp.asarray(t[i]) for t in trials])
+                                        for i in range(8))
+  j = jnp.argmax(v)
+  e = steps[0] if len(steps) == 1 else tuple(
+      jnp.where(k[j] == 0, a, b) for a, b in zip(*steps))
+  size, c = size[j], c[j]
+  theta = c * (p.theta + size * e[0])
+  return _Point(theta, rewards(theta, search.phi), c * (p.s + size * e[2]),
+                c * hi[j], c * lo[j], total[j]), v[j], taus[j]
 
 
 _ACTIVE = 1e-3
