@@ -50,7 +50,9 @@ class Prompt(NamedTuple):
 
 class Query(NamedTuple):
   """The learner's action: answers a1, a2 (int scalars) to compare at the observed prompt, and
-  log π^(t) (X, A), the policy it deploys at this step (what the regret (2.6) scores)."""
+  the policy it deploys at this step (what the regret (2.6) scores) in the form its environment
+  scores: log π^(t) (X, A) here; the Markov conditionals over token sequences
+  (`rbx.rlhf.tokens`); a `rbx.rlhf.generated.LogLinear` θ on contexts drawn from a generator."""
   a1: chex.Array
   a2: chex.Array
   log_pi: chex.Array

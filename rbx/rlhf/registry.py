@@ -168,9 +168,11 @@ FAMILY.env("contextual", _contextual, {
 def _generated(num_actions=16, context_dim=4, contexts="uniform", pool_size=1000, beta=1.0,
                r_max=None, deviation=1.0, seed=0, learner_r_max=None, kappa=None,
                reward_scale="range"):
-  """`generated_contextual` with a built-in D of dimension k (`generated.CONTEXTS`), the
-  features `generated.cos_sin` (d = 2k) and θ* ~ N(0, I_d), its pool and θ* from an integer
-  seed (its key). r_max None: 4 with `reward_scale = "range"`, as `contextual`."""
+  """A fresh context s ~ D every round, built-in D and φ, θ* ~ N(0, I) (rbx.rlhf.generated).
+
+  D is a built-in distribution of dimension k (`generated.CONTEXTS`), the features
+  `generated.cos_sin` (d = 2k); the pool and θ* come from an integer seed (its key). r_max
+  None: 4 with `reward_scale = "range"`, as `contextual`."""
   _checks.choice("contexts", contexts, generated.CONTEXTS)
   _checks.positive_int("num_actions", num_actions, low=2)
   _checks.positive_int("context_dim", context_dim)
@@ -184,7 +186,7 @@ def _generated(num_actions=16, context_dim=4, contexts="uniform", pool_size=1000
 
 
 FAMILY.env("generated_contextual", _generated, {
-    "num_actions": reg.integer(2),
+    "num_actions": reg.integer(2, doc="A, the answers at every context"),
     "context_dim": reg.integer(1, doc="k: s ∈ R^k, features φ(s, a) = ((a + 1) cos πs, "
                                "sin πs/(a + 1)), d = 2k (rbx.rlhf.generated.cos_sin)"),
     "contexts": reg.string(generated.CONTEXTS, doc="D, a fresh context every round: "

@@ -20,6 +20,11 @@ A step adds one comparison, so the optimum moves little: each step refines again
 step's distinct end points (`starts` − 1 of them, carried in the state) and one new candidate
 (`rbx.rlhf.linear.search_linear`). π^(1) = π_ref (θ = 0). β > 0.
 
+*Contexts from a generator* (`rbx.rlhf.generated`): the answers are drawn at the observed
+context's rows φ(s_t, ·), π_ref(·|s_t) and its comparison's z comes from them
+(`generated.local`); J* and the box K are over the task's prompts, the environment's
+evaluation pool; the deployed policy is `generated.LogLinear(θ)` in place of the table log π.
+
 *One program for every scheme.* Like the tabular agents, an agent carries its row of the
 scheme table as data (`LinearState.scheme`, `LinearState.bonus`): the answers are drawn from
 the row's entry of the four policies, π_cal is the row's entry of the three, and α_t is

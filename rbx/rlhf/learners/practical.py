@@ -101,6 +101,15 @@ where it is below (more prompts than comparisons: most count rows stay empty), c
 `init` from the task's |X| and the horizon; at |X| = 10⁴, T = 1,000 the buffer is 20–100×
 faster (`python -m benchmarks.throughput.practical_throughput --prompts 10000 --horizon 1000`).
 
+**Contexts from a generator** (`rbx.rlhf.generated`; policy "loglinear" only, no `clip`). The
+log-linear implicit reward is θᵀφ(s, a) − β log Z_θ(s), so a comparison's DPO margin is θᵀz
+with z = φ(s, a+) − φ(s, a−): the data are the z's (`rbx.rlhf.linear.LinearData`, capacity
+the horizon), O(T d) a step, and no context is stored. The bonus is over the task's prompts —
+the environment's evaluation pool — exactly (`cal_samples=None`) or at `cal_prompts` of them,
+or at the round's own context (`cal_samples` ≥ 0: its one-prompt task, `generated.local`); the
+answers are drawn at the context from θ^(t−1), θ^(t) (kept in `params_prev`), π_ref or π_cal
+(A,), and the deployed policy is `generated.LogLinear(θ)`.
+
 **Other policies.** `build` makes any scheme's agent on any `rbx.rlhf.learners.policies.Policy`.
 The autoregressive policies of `rbx.rlhf.learners.sequence` (answers as token sequences) sample themselves
 (`Policy.sample`: the answers, and the bonus's draws from π^(t) or π_ref, by ancestral
@@ -144,12 +153,13 @@ class PracticalState(NamedTuple):
     opt_state: the optax state of the optimiser over θ.
     data: the comparisons D^(t): win counts `wins[x, a, b]` = times a was preferred over b at
       prompt x, (X, A, A) (`data="counts"`), or a `Comparisons` buffer (`data="buffer"`; "auto"
-      takes one of them at `init`).
+      takes one of them at `init`); on generated contexts the feature differences z
+      (`rbx.rlhf.linear.LinearData`).
     log_pi: log π^(t), the deployed policy, (X, A).
     log_pi_prev: log π^(t-1), (X, A) (Algorithm 1 samples a1 from it).
     t: the round t about to run, starting at 1; int32 scalar.
     params_prev: θ^(t−1) where the policy samples itself (`Policy.sample`: Algorithm 1 draws
-      a1 from it), else None.
+      a1 from it) or on generated contexts (π^(t−1) at the round's context), else None.
   """
   params: Any
   opt_state: Any
