@@ -97,6 +97,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbx.rlhf.forgetting import Forgetting
 from rbx.rlhf.solver import SolverConfig
 
 # The linear agents' default settings (module docstring): `python -m benchmarks.throughput.linear_throughput`
@@ -107,13 +108,21 @@ LINEAR_SOLVER = SolverConfig(iterations=6, dc_iterations=0, starts=4, line_searc
 
 class LinearData(NamedTuple):
   """The comparisons D^(t): feature differences z = φ(x, a+) − φ(x, a−), (n, d), of which
-  the first `count` are filled (the rest are zero and masked)."""
+  the first `count` are filled (the rest are zero and masked), and the likelihood's forgetting
+  (`rbx.rlhf.forgetting`: None, or γ and w weighing the rows by their age)."""
   z: chex.Array
   count: chex.Array
+  forget: Forgetting | None = None
 
   def mask(self) -> chex.Array:
     """1 for the filled rows, 0 for the others, (n,)."""
     return (jnp.arange(self.z.shape[0]) < self.count).astype(self.z.dtype)
+
+  def weights(self) -> chex.Array:
+    """The rows' weights in the likelihood, (n,): the mask, or with a forgetting likelihood
+    γ^{(t−1)−i} 1[t − i ≤ w] of row i after t = `count` comparisons (`rbx.rlhf.forgetting`)."""
+    return self.mask() if self.forget is None else self.forget.weights(self.count,
+                                                                      self.z.shape[0])
 
   def add(self, z: chex.Array) -> LinearData:
     """The data with one more comparison z (d,), written at row `count`.
@@ -123,7 +132,7 @@ class LinearData(NamedTuple):
     `count` keeps counting, so `dropped` reports the loss under jit and vmap, with no host
     callback; the fit then uses the first n comparisons.
     """
-    return LinearData(self.z.at[self.count].set(z, mode="drop"), self.count + 1)
+    return self._replace(z=self.z.at[self.count].set(z, mode="drop"), count=self.count + 1)
 
   @property
   def dropped(self) -> chex.Array:
@@ -131,8 +140,9 @@ class LinearData(NamedTuple):
     return jnp.maximum(self.count - self.z.shape[0], 0)
 
   def log_likelihood(self, theta: chex.Array) -> chex.Array:
-    """ℓ(θ; D) = Σ_D log σ(θᵀz) of (2.2) for the linear reward θᵀφ, scalar."""
-    return jnp.sum(self.mask() * jax.nn.log_sigmoid(self.z @ theta))
+    """ℓ(θ; D) = Σ_D log σ(θᵀz) of (2.2) for the linear reward θᵀφ (each row by its
+    `weights`), scalar."""
+    return jnp.sum(self.weights() * jax.nn.log_sigmoid(self.z @ theta))
 
 
 class Point(NamedTuple):
@@ -165,8 +175,8 @@ class LinearProblem(NamedTuple):
     return Point(theta, rewards(theta, self.features), self.data.z @ theta)
 
   def log_likelihood(self, p: Point):
-    """ℓ(θ; D) = Σ_D log σ(θᵀz) of (2.2), scalar."""
-    return jnp.sum(self.data.mask() * jax.nn.log_sigmoid(p.s))
+    """ℓ(θ; D) = Σ_D log σ(θᵀz) of (2.2) (each row by its `LinearData.weights`), scalar."""
+    return jnp.sum(self.data.weights() * jax.nn.log_sigmoid(p.s))
 
   def log_partition(self, r):
     """β Σ_x ρ(x) log Σ_a π_ref(a|x) e^{r(x, a)/β}, J*'s convex part; scalar."""
@@ -287,7 +297,7 @@ class _Search(NamedTuple):
   @classmethod
   def of(cls, p: LinearProblem) -> _Search:
     return cls(jnp.swapaxes(p.features, 0, 1), p.log_ref.T, p.rho, p.beta, p.alpha, p.r_max,
-               p.data.z, p.data.mask(), p.cal_mean)
+               p.data.z, p.data.weights(), p.cal_mean)
 
   def embed(self, theta) -> _Point:
     """θ as a `_Point` (one product with φ, one with Z, one pass over r for its extremes, one
