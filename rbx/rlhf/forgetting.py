@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import _checks
+from rbx.core import registry as reg
 
 
 class Forgetting(NamedTuple):
@@ -80,3 +81,12 @@ def forgetting(discount=1.0, window: int | None = None) -> Forgetting | None:
     return None
   return Forgetting(None if unit else jnp.asarray(discount, jnp.float32),
                     None if window is None else jnp.asarray(window, jnp.int32))
+
+
+FORGETTING = {
+    "discount": reg.real(low=0.0, high=1.0,
+                         doc="γ ∈ (0, 1]: the likelihood weighs a comparison t − s rounds old "
+                             "by γ^(t−s) (1: no discount; rbx.rlhf.forgetting)"),
+    "window": reg.integer(1, optional=True,
+                          doc="w: the likelihood keeps the last w comparisons (default: all)")}
+"""The options of a class whose likelihood forgets (the linear and DPO-form classes)."""

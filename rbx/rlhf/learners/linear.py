@@ -25,6 +25,11 @@ context's rows φ(s_t, ·), π_ref(·|s_t) and its comparison's z comes from the
 (`generated.local`); J* and the box K are over the task's prompts, the environment's
 evaluation pool; the deployed policy is `generated.LogLinear(θ)` in place of the table log π.
 
+*Preferences that drift* (`rbx.rlhf.drift`): `discount` γ and `window` w make ℓ the
+forgetting likelihood Σ_s γ^{t−s} 1[t − s < w] log σ(θᵀz_s) (`rbx.rlhf.forgetting`), for every
+scheme: the data carry the weights (`LinearData.weights`), which the search reads in place of
+the mask.
+
 *One program for every scheme.* Like the tabular agents, an agent carries its row of the
 scheme table as data (`LinearState.scheme`, `LinearState.bonus`): the answers are drawn from
 the row's entry of the four policies, π_cal is the row's entry of the three, and α_t is
@@ -43,6 +48,7 @@ from rbx import _checks, schedules
 from rbx.core import registry as reg
 from rbx.core.protocol import Agent
 from rbx.rlhf import generated, schemes
+from rbx.rlhf.forgetting import FORGETTING, forgetting
 from rbx.rlhf.env import Prompt, Query
 from rbx.rlhf.learners.base import SOLVER, PolicyClass, agent_name, positive_beta
 from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
@@ -85,7 +91,7 @@ def log_policy(theta, task):
 
 
 def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
-         solver: SolverConfig = LINEAR_SOLVER) -> Agent:
+         solver: SolverConfig = LINEAR_SOLVER, discount=1.0, window: int | None = None) -> Agent:
   """The shared-linear agent of the scheme table's row `scheme` ("linear/<scheme>").
 
   Args:
@@ -93,8 +99,11 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
     alpha: the schedule t -> α_t (`rbx.schedules`) or a constant (ignored without a bonus).
     pi_cal: the fixed calibration policy (schemes with one), (A,) or (X, A); default the task's.
     solver: settings of `rbx.rlhf.linear.search_linear`.
+    discount, window: the likelihood's γ ∈ (0, 1] and window w ≥ 1 (None: ∞) for preferences
+      that drift (`rbx.rlhf.forgetting`); γ = 1, w = None is (2.2).
   """
   name = agent_name(CLASS_NAME, scheme)
+  forget = forgetting(discount, window)
   scheme = schemes.get(scheme)
   # α_t = bonus × schedule(t), the bonus carried as data (module docstring), so a row
   # without one (greedy) runs the program of a row with one
@@ -124,7 +133,8 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
     d = task.features.shape[-1]
     theta = jnp.zeros(d, task.features.dtype)
     return LinearState(theta_prev=theta,
-                       data=LinearData(jnp.zeros((horizon, d)), jnp.zeros((), jnp.int32)),
+                       data=LinearData(jnp.zeros((horizon, d)), jnp.zeros((), jnp.int32),
+                                       forget),
                        log_pi=log_policy(theta, task), t=jnp.ones((), jnp.int32),
                        basins=jnp.zeros((_carried(solver), d), task.features.dtype),
                        scheme=jnp.array(scheme.indices(), jnp.int32),
@@ -176,8 +186,9 @@ CLASS_NAME = "linear"
 
 
 def params(scheme: schemes.Scheme) -> dict[str, reg.Param]:
-  """The options a config sets for the row: α's with a bonus, π_cal with a fixed one."""
-  return {**schemes.params(scheme), **SOLVER}
+  """The options a config sets for the row: α's with a bonus, π_cal with a fixed one, the
+  solver's, the likelihood's forgetting."""
+  return {**schemes.params(scheme), **SOLVER, **FORGETTING}
 
 
 CLASS = PolicyClass(CLASS_NAME, make, params,

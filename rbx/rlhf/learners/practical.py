@@ -110,6 +110,12 @@ or at the round's own context (`cal_samples` ≥ 0: its one-prompt task, `genera
 answers are drawn at the context from θ^(t−1), θ^(t) (kept in `params_prev`), π_ref or π_cal
 (A,), and the deployed policy is `generated.LogLinear(θ)`.
 
+**Preferences that drift** (`rbx.rlhf.drift`). `discount` γ and `window` w make the DPO term
+the forgetting likelihood −Σ_s γ^{t−s} 1[t − s < w] log σ(·) (`rbx.rlhf.forgetting`): γ < 1 is
+NS-DPO, w is SW-DPO, under every scheme. The win counts decay, wins ← γ·wins + the round's
+comparison (the discounted sum exactly); the buffer and the generated contexts' z weigh each
+row by its age (`Comparisons.weights`); a window needs the buffer.
+
 **Other policies.** `build` makes any scheme's agent on any `rbx.rlhf.learners.policies.Policy`.
 The autoregressive policies of `rbx.rlhf.learners.sequence` (answers as token sequences) sample themselves
 (`Policy.sample`: the answers, and the bonus's draws from π^(t) or π_ref, by ancestral
@@ -130,6 +136,7 @@ from rbx.core import registry as reg
 from rbx.core.protocol import Agent
 from rbx.rlhf import generated, objectives, schemes
 from rbx.rlhf.env import Prompt, Query
+from rbx.rlhf.forgetting import FORGETTING, Forgetting, forgetting
 from rbx.rlhf.learners import policies
 from rbx.rlhf.learners.base import PolicyClass, agent_name, positive_beta
 from rbx.rlhf.linear import LinearData
@@ -218,12 +225,14 @@ class Comparisons(NamedTuple):
 
   The capacity T is the horizon the agent's `init` receives, so a run of that many rounds
   never overflows; past it `add` drops the comparison (an out-of-bounds write) but `count`
-  keeps counting, so `dropped` reports the loss under jit and vmap (as `LinearData`).
+  keeps counting, so `dropped` reports the loss under jit and vmap (as `LinearData`). `forget`:
+  the likelihood's forgetting (`rbx.rlhf.forgetting`), None for (2.2).
   """
   x: chex.Array
   winner: chex.Array
   loser: chex.Array
   count: chex.Array
+  forget: Forgetting | None = None
 
   @classmethod
   def empty(cls, capacity: int, length: int | None = None) -> Comparisons:
@@ -236,12 +245,18 @@ class Comparisons(NamedTuple):
   def add(self, x, winner, loser) -> Comparisons:
     """The buffer with (x, a+, a−) written at row `count`."""
     put = lambda rows, v: rows.at[self.count].set(v, mode="drop")
-    return Comparisons(put(self.x, x), put(self.winner, winner), put(self.loser, loser),
-                       self.count + 1)
+    return self._replace(x=put(self.x, x), winner=put(self.winner, winner),
+                         loser=put(self.loser, loser), count=self.count + 1)
 
   def mask(self) -> chex.Array:
     """True for the filled rows, (T,)."""
     return jnp.arange(self.x.shape[0]) < self.count
+
+  def weights(self) -> chex.Array:
+    """The rows in the likelihood: `mask`, or with a forgetting likelihood their weights
+    γ^{(t−1)−i} 1[t − i ≤ w] (float32; `rbx.rlhf.forgetting`), (T,)."""
+    return self.mask() if self.forget is None else self.forget.weights(self.count,
+                                                                      self.x.shape[0])
 
   @property
   def dropped(self) -> chex.Array:
@@ -255,24 +270,30 @@ def dpo_loss_buffer(log_pi: chex.Array, log_ref: chex.Array, data: Comparisons,
 
   Args:
     log_pi, log_ref: log π_θ and log π_ref at the buffer's prompts `data.x`, (T, A).
-    data: the comparisons (`Comparisons`, capacity T; unfilled rows are masked).
+    data: the comparisons (`Comparisons`, capacity T; unfilled rows are masked, and with a
+      forgetting likelihood each row weighs its `Comparisons.weights`).
   Returns:
     scalar ≥ 0: Σ_i −log σ(r_θ(x_i, a+_i) − r_θ(x_i, a−_i)) over the filled rows.
   """
   rows = jnp.arange(log_pi.shape[0])
   return dpo_loss_pairs(log_pi[rows, data.winner], log_ref[rows, data.winner],
-                        log_pi[rows, data.loser], log_ref[rows, data.loser], data.mask(), beta)
+                        log_pi[rows, data.loser], log_ref[rows, data.loser], data.weights(),
+                        beta)
 
 
 def dpo_loss_pairs(log_pi_winner: chex.Array, log_ref_winner: chex.Array,
-                   log_pi_loser: chex.Array, log_ref_loser: chex.Array, mask: chex.Array,
+                   log_pi_loser: chex.Array, log_ref_loser: chex.Array, weights: chex.Array,
                    beta) -> chex.Array:
   """DPO(θ; D) from the compared answers' log-probabilities alone, each (T,): Σ_i over the
-  rows where `mask` is True of −log σ(r_θ(x_i, a+_i) − r_θ(x_i, a−_i)) (`dpo_loss_buffer`;
-  a policy with `Policy.log_probs_of` computes only these, as a language-model trainer does)."""
+  rows where `weights` (bool, `Comparisons.mask`) is True of −log σ(r_θ(x_i, a+_i) −
+  r_θ(x_i, a−_i)), or with float `weights` w_i (a forgetting likelihood,
+  `Comparisons.weights`) the w_i-weighted sum (`dpo_loss_buffer`; a policy with
+  `Policy.log_probs_of` computes only these, as a language-model trainer does)."""
   margin = (implicit_reward(log_pi_winner, log_ref_winner, beta)
             - implicit_reward(log_pi_loser, log_ref_loser, beta))
-  return -jnp.sum(jnp.where(mask, jax.nn.log_sigmoid(margin), 0.0))
+  if weights.dtype == jnp.bool_:
+    return -jnp.sum(jnp.where(weights, jax.nn.log_sigmoid(margin), 0.0))
+  return -jnp.sum(weights * jax.nn.log_sigmoid(margin))
 
 
 def loss(dpo, log_pi: chex.Array, log_ref: chex.Array, beta, alpha, pi_cal: chex.Array,
@@ -297,7 +318,8 @@ def loss(dpo, log_pi: chex.Array, log_ref: chex.Array, beta, alpha, pi_cal: chex
 def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "tabular",
          optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
          cal_samples: int | None = 0, clip: bool = False, pi_init=None, pi_prev_init=None,
-         pi_cal=None, l2=L2, data: str = "auto", cal_prompts: int | None = None) -> Agent:
+         pi_cal=None, l2=L2, data: str = "auto", cal_prompts: int | None = None, discount=1.0,
+         window: int | None = None) -> Agent:
   """The DPO-form agent of the scheme table's row `scheme` ("practical/<scheme>"): a1 and a2
   from the row's policies, `train_steps` optax steps on L(θ) of the row's π_cal and α_t per
   round (`greedy`: online DPO, TRL's OnlineDPO; `xpo`: TRL's XPOTrainer, whose `alpha` is
@@ -323,13 +345,18 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "ta
       T ≥ |X|, else the buffer).
     cal_prompts: with `cal_samples=None`, the exact E_{π_cal} at k prompts drawn from ρ instead
       of all of them.
+    discount, window: the DPO term's γ ∈ (0, 1] and window w ≥ 1 (None: ∞) for preferences
+      that drift (`rbx.rlhf.forgetting`): NS-DPO and SW-DPO, with any scheme's bonus. The win
+      counts decay by γ each round; a window needs the buffer ("counts" is refused, "auto"
+      takes the buffer).
   """
   make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
   if policy == "loglinear" and pi_init is not None:
     raise ValueError("pi_init is for policy='tabular'; the log-linear policy starts at π_ref")
   pol = make_policy(pi_init) if policy == "tabular" else make_policy()
   return build(agent_name(CLASS_NAME, scheme), scheme, pol, alpha, cal_samples, optimizer,
-               learning_rate, train_steps, clip, pi_prev_init, pi_cal, l2, data, cal_prompts)
+               learning_rate, train_steps, clip, pi_prev_init, pi_cal, l2, data, cal_prompts,
+               discount, window)
 
 
 DATA = ("auto", "counts", "buffer")
@@ -339,7 +366,7 @@ DATA = ("auto", "counts", "buffer")
 
 def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples, optimizer,
           learning_rate, train_steps, clip, pi_prev_init, pi_cal, l2, data,
-          cal_prompts) -> Agent:
+          cal_prompts, discount=1.0, window=None) -> Agent:
   """The agent `name` of the row `scheme_name` on the policy `pol`; the other arguments as `make`.
   A policy with its own sampler (`Policy.sample`: the autoregressive policies of
   `rbx.rlhf.learners.sequence`, by ancestral sampling) draws the answers, and the bonus's draws
@@ -364,6 +391,11 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
                                   or cal_samples < 0):
     raise ValueError(f"cal_samples must be None or an integer >= 0, got {cal_samples!r}")
   _checks.choice("data", data, DATA)
+  forget = forgetting(discount, window)
+  if window is not None and data == "counts":
+    raise ValueError(f"window={window} needs the comparisons one by one: win counts cannot "
+                     f"forget the oldest comparison in the window (use data='buffer' or 'auto'; "
+                     f"a discount alone decays the counts)")
   if cal_prompts is not None:
     _checks.positive_int("cal_prompts", cal_prompts)
     if cal_samples is not None:
@@ -392,11 +424,13 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     log_prev = log_pi if pi_prev_init is None else jnp.log(
         jnp.broadcast_to(jnp.asarray(pi_prev_init, jnp.float32), task.pi_ref.shape))
     X, A = task.pi_ref.shape
-    counts = data == "counts" or (data == "auto" and horizon >= X)
+    counts = data == "counts" or (data == "auto" and horizon >= X and window is None)
     if drawn:                       # the comparisons' feature differences (module docstring)
-      comparisons = LinearData(jnp.zeros((horizon, params.shape[0])), jnp.zeros((), jnp.int32))
+      comparisons = LinearData(jnp.zeros((horizon, params.shape[0])), jnp.zeros((), jnp.int32),
+                               forget)
     else:
-      comparisons = jnp.zeros((X, A, A)) if counts else Comparisons.empty(horizon)
+      comparisons = (jnp.zeros((X, A, A)) if counts
+                     else Comparisons.empty(horizon)._replace(forget=forget))
     return PracticalState(params=params, opt_state=opt.init(params), data=comparisons,
                           log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32),
                           params_prev=params if own or drawn else None)
@@ -479,8 +513,9 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     if drawn:
       phi = obs.features
       comparisons = state.data.add(phi[winner] - phi[loser])
-    elif counts:
-      comparisons = state.data.at[obs.x, winner, loser].add(1.0)
+    elif counts:                                   # γ·wins + the round's (forgetting.decay)
+      wins = state.data if forget is None else forget.decay(state.data)
+      comparisons = wins.at[obs.x, winner, loser].add(1.0)
     else:
       comparisons = state.data.add(obs.x, winner, loser)
     log_ref = jnp.log(task.pi_ref)
@@ -508,7 +543,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
           x, (w, l) = comparisons.x, (comparisons.winner, comparisons.loser)
           dpo = dpo_loss_pairs(pol.log_probs_of(params, task, x, w), log_ref[x, w],
                                pol.log_probs_of(params, task, x, l), log_ref[x, l],
-                               comparisons.mask(), task.beta)
+                               comparisons.weights(), task.beta)
         else:
           dpo = dpo_loss_buffer(deployed(params, task, comparisons.x), log_ref[comparisons.x],
                                 comparisons, task.beta)
@@ -541,7 +576,8 @@ PARAMS = {
     "pi_init": schemes.POLICY,
     "data": reg.string(DATA, doc="the DPO term: win counts (|X| A² a step) or a buffer "
                        "of the comparisons (the horizon's, at their prompts only); auto: the "
-                       "counts where the horizon T >= |X|, else the buffer")}
+                       "counts where the horizon T >= |X| (and no window), else the buffer"),
+    **FORGETTING}
 CAL_SAMPLES = {"cal_samples": reg.integer(0, optional=True,
                                           doc="draws estimating E_{π_cal} (0: the round's)"),
                "cal_prompts": reg.integer(1, optional=True,
