@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import _checks
-from rbx.rlhf import env as env_lib
+from rbx.rlhf import drift as drift_lib, env as env_lib
 
 
 class ContextualTask(NamedTuple):
@@ -121,6 +121,17 @@ class ContextualPreferenceEnv(NamedTuple):
     """(the oracle's comparison, the ρ-weighted regret term) (`PreferenceEnv.feedback`)."""
     return self.base.feedback(key, state, obs, query)
 
+  def regret(self, log_pi: chex.Array) -> chex.Array:
+    """The regret term (2.6) of log π (X, A) (`PreferenceEnv.regret`)."""
+    return self.base.regret(log_pi)
+
+  def at(self, theta: chex.Array, reward_scale: str) -> ContextualPreferenceEnv:
+    """The environment with the truth θ (d,) in place of θ*: r* = θᵀφ held as `reward_scale`
+    says (`scaled`, within this r_max), π_ref, ρ, π_cal and the bounds unchanged (a drifting
+    truth's round, `rbx.rlhf.drift`)."""
+    r_star, scale = scaled(self.features @ theta, self.r_max, reward_scale)
+    return self._replace(base=self.base._replace(r_star=r_star), theta_star=theta * scale)
+
 
 def trap_reference(r_star: chex.Array, kappa) -> chex.Array:
   """Example 2's π_ref at every prompt: 1 − (A − 1)/κ on the prompt's worst answer, 1/κ on
@@ -142,8 +153,9 @@ REWARD_SCALES = ("range", "none")
 
 def make_contextual(features, theta_star, beta, r_max=None, deviation=1.0, rho=None,
                     learner_r_max=None, kappa=None,
-                    reward_scale: str = "range") -> ContextualPreferenceEnv:
-  """Builds and validates a contextual environment from features and θ*.
+                    reward_scale: str = "range"
+                    ) -> ContextualPreferenceEnv | drift_lib.DriftingEnv:
+  """Builds and validates a contextual environment from features and θ* (or a θ*_t schedule).
 
   `reward_scale = "range"`: r*(x, a) = r_max (θ*ᵀφ(x, a) − m)/(M − m) with m, M the least and
   largest θ*ᵀφ over all (x, a) (r* = r_max/2 everywhere if they are equal) — the best answer
@@ -157,7 +169,9 @@ def make_contextual(features, theta_star, beta, r_max=None, deviation=1.0, rho=N
 
   Args:
     features: φ, shape (X, A, d) with X ≥ 1, A ≥ 2, d ≥ 1, finite.
-    theta_star: θ*, shape (d,), finite.
+    theta_star: θ*, shape (d,), finite; or a θ*_t schedule (`rbx.rlhf.drift.Drift`, θ*_t of
+      shape (d,)): a `rbx.rlhf.drift.DriftingEnv` built at θ*₀, with ("none") r_max by default
+      the widest range over the schedule (`Drift.bound`).
     beta: β ≥ 0 (0: the unregularised problem, for the tabular exact agents).
     r_max: > 0; with `"none"` None (the default) for the rewards' own bound; needed with
       `"range"`.
@@ -170,6 +184,16 @@ def make_contextual(features, theta_star, beta, r_max=None, deviation=1.0, rho=N
     ValueError naming the field, for any bad input (before anything compiles).
   """
   check_options(beta, r_max, deviation, learner_r_max, reward_scale)
+  if isinstance(theta_star, drift_lib.Drift):       # θ*_t: the environment at θ*₀, drifting
+    phi = jnp.asarray(features, jnp.float32)
+    if phi.ndim == 3 and phi.shape[-1] != theta_star.dim:
+      raise ValueError(f"theta_star: the schedule's θ*_t has dimension {theta_star.dim}, the "
+                       f"features d = {phi.shape[-1]} (features (X, A, d))")
+    if reward_scale == "none" and r_max is None and phi.ndim == 3:
+      r_max = theta_star.bound(phi)
+    env = make_contextual(phi, theta_star.theta0, beta, r_max, deviation, rho, learner_r_max,
+                          kappa, reward_scale)
+    return drift_lib.DriftingEnv(env, theta_star, reward_scale)
   phi, theta = jnp.asarray(features, jnp.float32), jnp.asarray(theta_star, jnp.float32)
   if phi.ndim != 3:
     raise ValueError(f"features must have shape (X, A, d), got {phi.shape}")
@@ -191,12 +215,8 @@ def make_contextual(features, theta_star, beta, r_max=None, deviation=1.0, rho=N
       raise ValueError(f"theta_star must be finite, got {np.asarray(theta)}")
   score = phi @ theta                                               # θ*ᵀφ(x, a), (X, A)
   if reward_scale == "none":
-    r_star, r_max, scale = _as_given(score), _own_bound(score, r_max), 1.0
-  else:
-    lo, hi = jnp.min(score), jnp.max(score)
-    scale = jnp.where(hi > lo, r_max / jnp.where(hi > lo, hi - lo, 1.0), 0.0)
-    r_star = jnp.where(hi > lo, (score - lo) * scale, 0.5 * r_max)
-  r_star = jnp.clip(r_star, 0.0, r_max)                             # float32 rounding at the ends
+    r_max = _own_bound(score, r_max)
+  r_star, scale = scaled(score, r_max, reward_scale)
   pi_ref = reference_policy(r_star, deviation, kappa)
   base = env_lib.make_env(r_star, pi_ref, beta, r_max, rho=rho, learner_r_max=learner_r_max)
   return ContextualPreferenceEnv(base, phi, theta * scale)
@@ -214,6 +234,18 @@ def check_options(beta, r_max, deviation, learner_r_max, reward_scale: str) -> N
     _checks.positive("r_max", r_max)
     env_lib.learner_bound(learner_r_max, r_max)
   _checks.in_range("deviation", deviation, 0.0, 2.0)
+
+
+def scaled(score: chex.Array, r_max, reward_scale: str) -> tuple[chex.Array, chex.Array]:
+  """(r*, c): the rewards of the scores θᵀφ (X, A) as `reward_scale` holds them, in [0, r_max]
+  (`make_contextual`), and the factor c with r* = c θᵀφ + a per-prompt offset."""
+  if reward_scale == "none":
+    r_star, scale = _as_given(score), 1.0
+  else:
+    lo, hi = jnp.min(score), jnp.max(score)
+    scale = jnp.where(hi > lo, r_max / jnp.where(hi > lo, hi - lo, 1.0), 0.0)
+    r_star = jnp.where(hi > lo, (score - lo) * scale, 0.5 * r_max)
+  return jnp.clip(r_star, 0.0, r_max), scale                        # float32 rounding at the ends
 
 
 def _as_given(score: chex.Array) -> chex.Array:
@@ -240,13 +272,18 @@ def _own_bound(score: chex.Array, r_max):
 
 def random_contextual(key: chex.PRNGKey, num_prompts: int, num_actions: int, dim: int, beta,
                       r_max=None, deviation=1.0, learner_r_max=None, kappa=None,
-                      reward_scale: str = "range") -> ContextualPreferenceEnv:
+                      reward_scale: str = "range", drift: str | None = None, drift_start=None,
+                      drift_end=None) -> ContextualPreferenceEnv | drift_lib.DriftingEnv:
   """A random contextual environment: φ(x, a) ~ N(0, I_d/d), θ* ~ N(0, I_d), uniform ρ.
 
   Args:
     key: the instance's key.
     num_prompts, num_actions, dim: |X| ≥ 1, A ≥ 2, d ≥ 1.
     beta, r_max, deviation, learner_r_max, kappa, reward_scale: as `make_contextual`.
+    drift: None, or a θ*_t schedule's kind (`rbx.rlhf.drift.SCHEDULES`) from θ*₀ = θ* to
+      θ*₁ ~ N(0, I_d) (drawn from `fold_in(key, 2)`: `split(key)`'s keys are `fold_in(key, 0)`
+      and `fold_in(key, 1)`), over rounds `drift_start`, `drift_end`
+      (`rbx.rlhf.drift.drift`).
   """
   _checks.positive_int("num_prompts", num_prompts)
   _checks.positive_int("num_actions", num_actions)
@@ -254,5 +291,8 @@ def random_contextual(key: chex.PRNGKey, num_prompts: int, num_actions: int, dim
   k1, k2 = jax.random.split(key)
   phi = jax.random.normal(k1, (num_prompts, num_actions, dim)) / np.sqrt(dim)
   theta = jax.random.normal(k2, (dim,))
+  if drift is not None:
+    theta = drift_lib.drift(drift, theta, jax.random.normal(jax.random.fold_in(key, 2), (dim,)),
+                            drift_start, drift_end)
   return make_contextual(phi, theta, beta, r_max, deviation, learner_r_max=learner_r_max,
                          kappa=kappa, reward_scale=reward_scale)

@@ -33,8 +33,10 @@ pool context. The linear class (`linear/<scheme>`) and the DPO-form class with t
 policy (`practical/<scheme>`, policy = "loglinear") run here; the tabular and sequence classes
 and the dueling baselines need a finite prompt set.
 
-θ* is one array (the oracle and the pool's π* read it); the observation carries no step, so a
-drifting θ*_t would add a step counter to the environment's state (`reset`: ()).
+*Preferences that drift*: given a θ*_t schedule as `theta_star` (`rbx.rlhf.drift.Drift`), the
+environment is a `rbx.rlhf.drift.DriftingEnv` around this one built at θ*₀: π_ref(·|s) stays
+θ*₀'s, and at round t the oracle and the regret over the pool read θ*_t (`at`), scaled over
+the pool as `reward_scale` says.
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbx import _checks
-from rbx.rlhf import contextual, env as env_lib, objectives
+from rbx.rlhf import contextual, drift, env as env_lib, objectives
 from rbx.rlhf.contextual import ContextualTask
 from rbx.rlhf.linear import rewards
 
@@ -190,6 +192,11 @@ class GeneratedContextualEnv:
     return (env_lib.oracle(jax.random.split(key)[1], r, query.a1, query.a2),
             self.regret(query.log_pi))
 
+  def at(self, theta: chex.Array, reward_scale: str) -> GeneratedContextualEnv:
+    """The environment with the truth θ (d,) in place of θ*, held over the pool as
+    `reward_scale` says (`ContextualPreferenceEnv.at`); π_ref(·|s) unchanged (θ*₀'s)."""
+    return dataclasses.replace(self, pool=self.pool.at(theta, reward_scale))
+
   def regret(self, policy: LogLinear) -> chex.Array:
     """(1/m) Σ_i [J(π*, r*) − J(π_θ, r*)] at the pool's contexts s_i: (2.6) exact over the pool."""
     base = self.pool.base
@@ -206,14 +213,16 @@ jax.tree_util.register_dataclass(GeneratedContextualEnv,
 def generated_contextual(key: chex.PRNGKey, contexts: Callable, features: Callable, theta_star,
                          beta, r_max=None, pool_size: int = 1000, deviation=1.0,
                          learner_r_max=None, kappa=None,
-                         reward_scale: str = "range") -> GeneratedContextualEnv:
+                         reward_scale: str = "range"
+                         ) -> GeneratedContextualEnv | drift.DriftingEnv:
   """An environment whose contexts are drawn from `contexts` every round (module docstring).
 
   Args:
     key: the evaluation pool's key (the instance's; runs draw their contexts from their seeds).
     contexts: D, a jittable `contexts(key) -> s`, one array of any shape.
     features: φ, a jittable `features(s) -> φ(s, ·)` of shape (A, d), A ≥ 2, d ≥ 1.
-    theta_star: θ*, (d,).
+    theta_star: θ*, (d,); or a θ*_t schedule (`rbx.rlhf.drift.Drift`): a
+      `rbx.rlhf.drift.DriftingEnv` around this environment at θ*₀ (module docstring).
     beta, r_max, deviation, learner_r_max, kappa, reward_scale: as
       `rbx.rlhf.make_contextual`, over the pool's contexts.
     pool_size: m ≥ 1, the evaluation pool's contexts.
@@ -241,9 +250,11 @@ def generated_contextual(key: chex.PRNGKey, contexts: Callable, features: Callab
   env = contextual.make_contextual(jax.vmap(features)(pool), theta_star, beta, r_max, deviation,
                                    learner_r_max=learner_r_max, kappa=kappa,
                                    reward_scale=reward_scale)
-  return GeneratedContextualEnv(env, jnp.asarray(deviation, jnp.float32),
+  moving = isinstance(env, drift.DriftingEnv)         # the pool's at θ*₀, and the schedule
+  made = GeneratedContextualEnv(env.env if moving else env, jnp.asarray(deviation, jnp.float32),
                                 None if kappa is None else jnp.asarray(kappa, jnp.float32),
                                 contexts, features)
+  return drift.DriftingEnv(made, env.drift, reward_scale) if moving else made
 
 
 def _traced(field: str, signature: str, f, *args):

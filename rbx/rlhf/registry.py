@@ -27,8 +27,8 @@ import jax
 
 from rbx import _checks, schedules
 from rbx.core import registry as reg
-from rbx.rlhf import (analysis, assumptions, contextual, env as env_lib, generated, schemes,
-                      sequences, tokens)
+from rbx.rlhf import (analysis, assumptions, contextual, drift as drift_lib, env as env_lib,
+                      generated, schemes, sequences, tokens)
 from rbx.rlhf.learners import CLASSES, PolicyClass, agent_name
 from rbx.rlhf.learners import contextual_dueling
 from rbx.rlhf.learners import dueling as dueling_agents
@@ -116,8 +116,8 @@ def control(agent: str) -> str | None:
 
 
 FAMILY = reg.family("rlhf", env_types=(env_lib.PreferenceEnv, contextual.ContextualPreferenceEnv,
-                                       generated.GeneratedContextualEnv, sequences.SequenceEnv,
-                                       tokens.TokenEnv),
+                                       generated.GeneratedContextualEnv, drift_lib.DriftingEnv,
+                                       sequences.SequenceEnv, tokens.TokenEnv),
                     cpu_seed_batch=cpu_seed_batch, cpu_rule="seeds × |X| × A² ≤ 2^16",
                     step_bytes=step_bytes, prepare=prepare,
                     reference_exponent=analysis.paper_exponent, control=control)
@@ -141,14 +141,38 @@ FAMILY.env("custom", env_lib.make_env, {
 
 
 def _contextual(num_prompts=100, num_actions=10, dim=16, beta=0.5, r_max=None, deviation=1.0,
-                seed=0, learner_r_max=None, kappa=None, reward_scale="range"):
+                seed=0, learner_r_max=None, kappa=None, reward_scale="range", drift="none",
+                drift_start=None, drift_end=None):
   """`random_contextual` from an integer seed (its key).
 
   r_max None: 4 with `reward_scale = "range"`, the rewards' own bound with "none"."""
   if r_max is None and reward_scale == "range":
     r_max = 4.0
   return contextual.random_contextual(jax.random.key(seed), num_prompts, num_actions, dim, beta,
-                                      r_max, deviation, learner_r_max, kappa, reward_scale)
+                                      r_max, deviation, learner_r_max, kappa, reward_scale,
+                                      *_drift(drift, drift_start, drift_end))
+
+
+DRIFT = {
+    "drift": reg.string(("none", *drift_lib.SCHEDULES),
+                        doc="θ*_t from θ* to θ*₁ ~ N(0, I) (the seed's): \"switch\" at "
+                            "drift_start, \"linear\" or \"rotation\" from drift_start to "
+                            "drift_end; the regret is then the dynamic one (rbx.rlhf.drift)"),
+    "drift_start": reg.integer(1, optional=True, doc="t₀, the round the truth starts to move"),
+    "drift_end": reg.integer(1, optional=True,
+                             doc="t₁ > t₀, the round it reaches θ*₁ (linear, rotation)")}
+
+
+def _drift(kind: str, start, end) -> tuple:
+  """(kind, start, end) of a θ*_t schedule for the random constructors, (None, None, None) for
+  "none"; ValueError naming drift_start where a schedule has none."""
+  _checks.choice("drift", kind, DRIFT["drift"].choices)
+  if kind == "none":
+    return None, None, None
+  if start is None:
+    raise ValueError(f"drift_start=? is needed with drift={kind!r} (the round t₀ the truth "
+                     f"starts to move)")
+  return kind, start, end
 
 
 FAMILY.env("contextual", _contextual, {
@@ -162,27 +186,34 @@ FAMILY.env("contextual", _contextual, {
                       "answer but the worst, κ ≥ A (rbx.rlhf.contextual.trap_reference)"),
     "reward_scale": reg.string(contextual.REWARD_SCALES,
                                doc="\"range\": r* = θ*ᵀφ scaled into [0, r_max]; \"none\": "
-                                   "as given (rbx.rlhf.make_contextual)")})
+                                   "as given (rbx.rlhf.make_contextual)"),
+    **DRIFT})
 
 
 def _generated(num_actions=16, context_dim=4, contexts="uniform", pool_size=1000, beta=1.0,
                r_max=None, deviation=1.0, seed=0, learner_r_max=None, kappa=None,
-               reward_scale="range"):
+               reward_scale="range", drift="none", drift_start=None, drift_end=None):
   """A fresh context s ~ D every round, built-in D and φ, θ* ~ N(0, I) (rbx.rlhf.generated).
 
   D is a built-in distribution of dimension k (`generated.CONTEXTS`), the features
-  `generated.cos_sin` (d = 2k); the pool and θ* come from an integer seed (its key). r_max
-  None: 4 with `reward_scale = "range"`, as `contextual`."""
+  `generated.cos_sin` (d = 2k); the pool and θ* come from an integer seed (its key), and with
+  a `drift` θ*₁ ~ N(0, I) from `fold_in(key, 2)` (as `random_contextual`). r_max None: 4 with
+  `reward_scale = "range"`, as `contextual`."""
   _checks.choice("contexts", contexts, generated.CONTEXTS)
   _checks.positive_int("num_actions", num_actions, low=2)
   _checks.positive_int("context_dim", context_dim)
+  kind, start, end = _drift(drift, drift_start, drift_end)
   if r_max is None and reward_scale == "range":
     r_max = 4.0
-  k_pool, k_theta = jax.random.split(jax.random.key(seed))
+  key = jax.random.key(seed)
+  k_pool, k_theta = jax.random.split(key)
+  theta = jax.random.normal(k_theta, (2 * context_dim,))
+  if kind is not None:
+    theta = drift_lib.drift(kind, theta, jax.random.normal(jax.random.fold_in(key, 2), theta.shape),
+                        start, end)
   return generated.generated_contextual(
       k_pool, generated.CONTEXTS[contexts](context_dim), generated.cos_sin(num_actions),
-      jax.random.normal(k_theta, (2 * context_dim,)), beta, r_max, pool_size, deviation,
-      learner_r_max, kappa, reward_scale)
+      theta, beta, r_max, pool_size, deviation, learner_r_max, kappa, reward_scale)
 
 
 FAMILY.env("generated_contextual", _generated, {
@@ -203,7 +234,8 @@ FAMILY.env("generated_contextual", _generated, {
                       "the worst, κ ≥ A"),
     "reward_scale": reg.string(contextual.REWARD_SCALES,
                                doc="\"range\": r* = θ*ᵀφ scaled into [0, r_max] over the pool; "
-                                   "\"none\": as given")})
+                                   "\"none\": as given"),
+    **DRIFT})
 
 
 def _sequences(num_prompts=16, vocab=4, length=3, dim=8, beta=0.5, r_max=4.0, deviation=1.0,
