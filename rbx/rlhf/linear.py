@@ -103,7 +103,7 @@ from rbx.rlhf.solver import SolverConfig
 # The linear agents' default settings (module docstring): `python -m benchmarks.throughput.linear_throughput`
 # measures their speed, `python -m benchmarks.accuracy.linear_accuracy` their accuracy along the agents'
 # trajectories, tests/rlhf/test_linear.py the search's against brute force.
-LINEAR_SOLVER = SolverConfig(iterations=6, dc_iterations=0, starts=4, line_search=1)
+LINEAR_SOLVER = SolverConfig(iterations=6, dc_iterations=0, starts=4, line_search=2)
 
 
 class LinearData(NamedTuple):
