@@ -107,7 +107,7 @@ def main() -> None:
   parser.add_argument("--seeds", type=int, default=32)
   parser.add_argument("--steps", type=int, default=400)
   args = parser.parse_args()
-  start = time.time()
+  commit, start = revision.head(), time.time()      # the code this process imported
   data = measure(args.seeds, args.steps)
   family = compare(data)
   print(f"{args.seeds} seeds, T = {args.steps}: mean dynamic R(T) [95% interval]; paired "
@@ -115,7 +115,7 @@ def main() -> None:
         f"(bold: p_H < 0.05).\n")
   print(report(data, family, args.seeds, args.steps))
   print(f"{datetime.date.today()}, {platform.node()} ({jax.devices()[0].platform}, "
-        f"{jax.device_count()} device(s)), commit {revision.head()}, {time.time() - start:.0f} s: "
+        f"{jax.device_count()} device(s)), commit {commit}, {time.time() - start:.0f} s: "
         f"PYTHONPATH=. python -m benchmarks.reproduction.drift --seeds {args.seeds} "
         f"--steps {args.steps}")
 
