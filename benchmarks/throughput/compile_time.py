@@ -57,6 +57,8 @@ AGENTS = {
         ("one agent (xpo)", {"agent": [f"{cls}/xpo"]}),
         ("four agents (algorithm1, vpo, xpo, greedy)",
          {"agent": [f"{cls}/{s}" for s in ("algorithm1", "vpo", "xpo", "greedy")]}),
+        ("four rows of one setting (algorithm1, modified, xpo, selm)",
+         {"agent": [f"{cls}/{s}" for s in ("algorithm1", "modified", "xpo", "selm")]}),
         ("xpo at three α, a per-agent grid", [{"agent": [f"{cls}/xpo"], "alpha": [0.5, 1.0, 2.0]}]))}
 """Label -> the grid of each agent row (sweep of 16 seeds, 2 steps, cache off)."""
 

@@ -20,8 +20,8 @@ analyses; every agent accepts a schedule or a constant.
 Every policy class (`rbx.rlhf.learners`) builds its agent of any row: it names its own
 policies ("previous", "current", "reference", "calibration" for the answers; "current",
 "fixed", "reference" for π_cal) and calls `draw`, `calibration_policy` and `alpha_schedule` —
-or, the tabular class, carries the row as data (`Scheme.indices`), so that its schemes share
-one program. A new scheme is one row: `rbx.rlhf.registry.add_scheme` registers it on every
+or, the tabular, linear and practical classes, carries the row as data (`Scheme.indices`;
+`answers_of_row`, `calibration_of_row`), so that its schemes share one program. A new scheme is one row: `rbx.rlhf.registry.add_scheme` registers it on every
 class. The α parameters every bonus scheme declares (`PARAMS`) are here too.
 """
 from __future__ import annotations
@@ -152,6 +152,22 @@ def draw(keys: chex.Array, scheme: Scheme,
   sampler key -> an answer (`answers`' categorical draw, or a policy's own sampler: the
   ancestral sampling of `rbx.rlhf.sequences`). Only the two the scheme names are called."""
   return samplers[scheme.first](keys[0]), samplers[scheme.second](keys[1])
+
+
+def answers_of_row(keys: chex.Array, row: chex.Array,
+                   log_policies: Mapping[str, chex.Array]) -> tuple[chex.Array, chex.Array]:
+  """`answers` for a row carried as data (`Scheme.indices`, traced: agents of several rows
+  share one program): every `ANSWER_SOURCES` policy's log-probabilities (A,) given, a1 drawn
+  with keys[0] from the one `row[0]` names and a2 with keys[1] from `row[1]`'s."""
+  rows = jnp.stack([log_policies[p] for p in ANSWER_SOURCES])       # (4, A)
+  return (jax.random.categorical(keys[0], rows[row[0]]),
+          jax.random.categorical(keys[1], rows[row[1]]))
+
+
+def calibration_of_row(index: chex.Array, policies: Mapping[str, chex.Array]) -> chex.Array:
+  """`calibration_policy` for a row carried as data: `policies[CALIBRATIONS[index]]`, index
+  traced (the row's third entry), every `CALIBRATIONS` policy given in one shape."""
+  return jnp.stack([policies[c] for c in CALIBRATIONS])[index]
 
 
 def calibration_policy(scheme: Scheme, policies: Mapping[str, Callable[[], Any]]) -> Any:

@@ -30,6 +30,29 @@ def test_every_registered_agent_keeps_its_recorded_regret():
       np.testing.assert_allclose(regret, recorded[name], rtol=1e-2, atol=1e-5, err_msg=name)
 
 
+def _step_program(env, agent) -> str:
+  """The lowered text of one step of `agent` on `env`, its state an argument."""
+  from rbx.core import protocol
+  run = protocol.pair(env, agent, 8)
+  carry = jax.eval_shape(run.init, jax.random.key(0))
+  return jax.jit(run.step).lower(carry, jax.random.key(0), jnp.int32(1)).as_text()
+
+
+@pytest.mark.parametrize("policy_class, rows", [
+    ("tabular", ["xpo", "selm", "modified", "vpo"]),          # algorithm1: π_cal moves
+    ("linear", ["algorithm1", "vpo", "greedy"]),
+    ("practical", ["algorithm1", "xpo", "selm", "modified"])])  # vpo: cal_samples = 1
+def test_the_rows_of_a_class_share_one_step_program(policy_class, rows):
+  # the row is data in the agent's state: the rows' agents lower to one program, which a sweep
+  # compiles once (rbx.core.driver); a row whose agent differs in a setting does not
+  from rbx import rlhf
+  env = rlhf.random_contextual(jax.random.key(3), 3, 4, 3, beta=0.5, r_max=2.0)
+  programs = {row: _step_program(env, rlhf.get(f"{policy_class}/{row}")) for row in rows}
+  assert len(set(programs.values())) == 1, programs.keys()
+  if policy_class == "practical":
+    assert _step_program(env, rlhf.get("practical/vpo")) != programs["xpo"]
+
+
 def test_the_table_is_the_papers():
   t = {name: row._replace(doc="") for name, row in schemes.SCHEMES.items()}
   assert t["algorithm1"] == schemes.Scheme("previous", "current", "current")

@@ -118,9 +118,8 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
 
   def cal_policy(state: LinearState, task):
     """π_cal, (X, A): the row's entry of `schemes.CALIBRATIONS` (traced from the state)."""
-    policies = {"current": jnp.exp(state.log_pi), "fixed": fixed_cal(task),
-                "reference": task.pi_ref}
-    return jnp.stack([policies[c] for c in schemes.CALIBRATIONS])[state.scheme[2]]
+    return schemes.calibration_of_row(state.scheme[2], {
+        "current": jnp.exp(state.log_pi), "fixed": fixed_cal(task), "reference": task.pi_ref})
 
   def init(key, task, horizon: int) -> LinearState:
     del key
@@ -146,10 +145,7 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
     policies = {"previous": log_policy(state.theta_prev, _at(at, x)),
                 "current": log_policy(state.theta, _at(at, x)) if drawn else state.log_pi[x],
                 "reference": jnp.log(at.pi_ref[x]), "calibration": jnp.log(fixed_cal(at)[x])}
-    rows = jnp.stack([policies[p] for p in schemes.ANSWER_SOURCES])        # (4, A)
-    k1, k2 = jax.random.split(key)
-    a1 = jax.random.categorical(k1, rows[state.scheme[0]])
-    a2 = jax.random.categorical(k2, rows[state.scheme[1]])
+    a1, a2 = schemes.answers_of_row(jax.random.split(key), state.scheme, policies)
     return state, Query(a1, a2, generated.LogLinear(state.theta) if drawn else state.log_pi)
 
   def update(key, state: LinearState, obs: Prompt | generated.Context, query: Query, a1_wins,

@@ -116,6 +116,15 @@ NS-DPO, w is SW-DPO, under every scheme. The win counts decay, wins ← γ·wins
 comparison (the discounted sum exactly); the buffer and the generated contexts' z weigh each
 row by its age (`Comparisons.weights`); a window needs the buffer.
 
+**One program for several schemes.** Like the tabular and linear agents, an agent whose
+policy does not sample itself carries its row of the table as data (`PracticalState.scheme`):
+a1 and a2 are drawn from the row's entries of the four policies' rows at x_t, π_cal is the
+row's entry of the three tables. Agents of one setting (α, `cal_samples`, policy, data) then
+lower to the same step program, which a sweep compiles once: `algorithm1`, `modified`, `xpo`
+and `selm` at their defaults (`vpo` draws `cal_samples = 1` and `greedy` has no bonus: one
+program each). A policy with its own sampler (the sequence class) draws from the two policies
+the row names only, an ancestral pass each, so its rows stay a program each.
+
 **Other policies.** `build` makes any scheme's agent on any `rbx.rlhf.learners.policies.Policy`.
 The autoregressive policies of `rbx.rlhf.learners.sequence` (answers as token sequences) sample themselves
 (`Policy.sample`: the answers, and the bonus's draws from π^(t) or π_ref, by ancestral
@@ -167,6 +176,9 @@ class PracticalState(NamedTuple):
     t: the round t about to run, starting at 1; int32 scalar.
     params_prev: θ^(t−1) where the policy samples itself (`Policy.sample`: Algorithm 1 draws
       a1 from it) or on generated contexts (π^(t−1) at the round's context), else None.
+    scheme: the agent's row of the scheme table as data, (3,) int32
+      (`rbx.rlhf.schemes.Scheme.indices`), so that the rows of one setting share a program; None
+      where the policy samples itself (its samplers are picked by name: module docstring).
   """
   params: Any
   opt_state: Any
@@ -175,6 +187,7 @@ class PracticalState(NamedTuple):
   log_pi_prev: chex.Array
   t: chex.Array
   params_prev: Any = None
+  scheme: chex.Array | None = None
 
 
 def implicit_reward(log_pi: chex.Array, log_ref: chex.Array, beta) -> chex.Array:
@@ -433,7 +446,8 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
                      else Comparisons.empty(horizon)._replace(forget=forget))
     return PracticalState(params=params, opt_state=opt.init(params), data=comparisons,
                           log_pi=log_pi, log_pi_prev=log_prev, t=jnp.ones((), jnp.int32),
-                          params_prev=params if own or drawn else None)
+                          params_prev=params if own or drawn else None,
+                          scheme=None if own else jnp.array(scheme.indices(), jnp.int32))
 
   def on_generated(task):
     """ValueError naming the option that cannot run on generated contexts (module docstring)."""
@@ -474,10 +488,9 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
       a1, a2 = schemes.draw(_keys(key)[:2], scheme, samplers(state, obs, task))
     else:
       local, obs_, at = at_round(state, obs, task)
-      a1, a2 = schemes.answers(_keys(key)[:2], scheme, {
-          "previous": lambda: local.log_pi_prev[obs_.x], "current": lambda: local.log_pi[obs_.x],
-          "reference": lambda: jnp.log(at.pi_ref)[obs_.x],
-          "calibration": lambda: log_fixed_cal(at)[obs_.x]})
+      a1, a2 = schemes.answers_of_row(_keys(key)[:2], state.scheme, {
+          "previous": local.log_pi_prev[obs_.x], "current": local.log_pi[obs_.x],
+          "reference": jnp.log(at.pi_ref)[obs_.x], "calibration": log_fixed_cal(at)[obs_.x]})
     drawn = isinstance(obs, generated.Context)
     return state, Query(a1, a2, generated.LogLinear(state.params) if drawn else state.log_pi)
 
@@ -485,9 +498,10 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     """(xs, π̂_cal, w): the estimate Σ_i w_i E_{a∼π̂_cal(·|x_i)} of E_{x∼ρ} E_{a∼π_cal} at the
     prompts xs (m,) (None: every prompt), with π̂_cal (m, A) and w (m,)."""
     X, A = task.pi_ref.shape
-    log_cal = schemes.calibration_policy(scheme, {
-        "current": lambda: state.log_pi, "reference": lambda: jnp.log(task.pi_ref),
-        "fixed": lambda: log_fixed_cal(task)})
+    policies = {"current": lambda: state.log_pi, "reference": lambda: jnp.log(task.pi_ref),
+                "fixed": lambda: log_fixed_cal(task)}
+    log_cal = (schemes.calibration_policy(scheme, policies) if own else
+               schemes.calibration_of_row(state.scheme[2], {k: f() for k, f in policies.items()}))
     if not scheme.bonus:                           # α ≡ 0: the bonus at no prompt
       return jnp.zeros(0, jnp.int32), jnp.zeros((0, A)), jnp.zeros(0)
     if cal_prompts is not None:                    # k prompts from ρ, exact over the answers
@@ -560,7 +574,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
                                           length=train_steps)
     return PracticalState(params=params, opt_state=opt_state, data=comparisons,
                           log_pi=deployed(params, task), log_pi_prev=state.log_pi, t=state.t + 1,
-                          params_prev=state.params if own or drawn else None)
+                          params_prev=state.params if own or drawn else None, scheme=state.scheme)
 
   return Agent(name, init, act, update)
 

@@ -177,8 +177,8 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_
 
   def calibration_policy(log_pi, task: Task, index):
     """π_cal, (X, A): the `index`-th of `schemes.CALIBRATIONS` (traced from the state)."""
-    policies = {"current": jnp.exp(log_pi), "fixed": fixed_cal(task), "reference": task.pi_ref}
-    return jnp.stack([policies[c] for c in schemes.CALIBRATIONS])[index]
+    return schemes.calibration_of_row(index, {"current": jnp.exp(log_pi), "fixed": fixed_cal(task),
+                                              "reference": task.pi_ref})
 
   def solve_all(task: Task, wins, cal, alpha_x, r0, config=solver):
     solve = lambda w, pr, pc, a, r: solve_optimistic(w, pr, pc, task.beta, a, task.r_max, r,
@@ -203,10 +203,7 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_init=None, pi_
     policies = {"previous": state.log_pi_prev[obs.x], "current": state.log_pi[obs.x],
                 "reference": jnp.log(task.pi_ref)[obs.x],
                 "calibration": jnp.log(fixed_cal(task))[obs.x]}
-    rows = jnp.stack([policies[p] for p in schemes.ANSWER_SOURCES])     # (4, A)
-    k1, k2 = jax.random.split(key)
-    a1 = jax.random.categorical(k1, rows[state.scheme[0]])
-    a2 = jax.random.categorical(k2, rows[state.scheme[1]])
+    a1, a2 = schemes.answers_of_row(jax.random.split(key), state.scheme, policies)
     return state, Query(a1, a2, state.log_pi)
 
   def update(key, state: AgentState, obs: Prompt, query: Query, a1_wins, task: Task):
