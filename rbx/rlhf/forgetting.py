@@ -12,10 +12,16 @@ policy class's likelihood, so every scheme of the class takes it (`discount`, `w
 linear and DPO-form agents): γ < 1 is NS-DPO's discounted loss and w is SW-DPO's window, and
 with a bonus they are Algorithm 1, VPO, XPO, … with a forgetting likelihood.
 
-The weights are the peer's (wsolow/online-ns-dpo, `synthetic/algos/agent.py`, `set_gammas` and
-`apply_window` with `num_items` = t): the i-th stored comparison (0-based, i = s − 1) weighs
-γ^{(t − 1) − i} and is kept where t − i ≤ w, the newest weighing 1. (Its DPO gradient,
-`DirectPreferenceOptimization.update_step`, multiplies by γ^{t−s} twice: an effective γ².)
+The weights are the peer's `num_items` form (wsolow/online-ns-dpo, `synthetic/algos/agent.py`,
+`set_gammas` and `apply_window` with `num_items` = t): the i-th stored comparison (0-based,
+i = s − 1) weighs γ^{(t − 1) − i} and is kept where t − i ≤ w, the newest weighing 1. Its online
+loop (`synthetic/envs/linear_bandit.py`) differs in three ways a match must reproduce: a step
+there adds `train_per_step` comparisons under one θ*_t, all stamped with the step, so ages count
+steps, not comparisons (here: one comparison a round — the peer's step is that many rounds,
+its schedule stretched by it); the ages run to the horizon's last step, not the current one (a
+factor γ^{T−1−t} on every weight at step t, which rescales the whole likelihood); and its DPO
+gradient (`DirectPreferenceOptimization.update_step`) multiplies by γ^{age} twice, an effective
+γ².
 
 Data kept as comparisons (`rbx.rlhf.linear.LinearData`, `rbx.rlhf.learners.practical.
 Comparisons`) carry a `Forgetting` and give these weights per row (`weights`); win counts
