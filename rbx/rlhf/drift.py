@@ -23,7 +23,8 @@ is then the dynamic regret Σ_t [J(π*_t, r*_t) − J(π^(t), r*_t)] against the
 drift. The dueling regrets the stationary environments record beside (2.6) are not recorded.
 
 The peer's schedules (wsolow/online-ns-dpo, `synthetic/envs/reward.py`; its step i is round
-t = i + 1): `linear_rparams` is `linear` with t₀ = 1, t₁ = T + 1 (λ = i/T); `faury_rparams` is
+t = i + 1 — with its `train_per_step` = k comparisons a step, rounds ik + 1 … (i + 1)k here,
+every t below times k): `linear_rparams` is `linear` with t₀ = 1, t₁ = T + 1 (λ = i/T); `faury_rparams` is
 `rotation` from θ*₀ = (1, 0, 1, 0, …)/√k to θ*₁ = (0, 1, 0, 1, …)/√k over
 t₀ = ⌊T/3⌋ + 1, t₁ = ⌊2T/3⌋ + 1 (its `drift_coef` = 1), held at θ*₁ after it here (its code
 sets the angle (t₂/(t₂ − t₁))·π/2 there, π at T divisible by 3, not the rotation's end).
