@@ -46,6 +46,7 @@ def schedules(steps: int) -> dict:
 
 
 def environment(drift: dict):
+  """The instance (module docstring) with the drift keys `drift` (`schedules`)."""
   return rlhf.FAMILY.load_env("contextual", dict(num_prompts=20, num_actions=5, dim=4, beta=0.5,
                                                  r_max=4.0, seed=0, **drift))
 
@@ -82,11 +83,13 @@ def compare(data: dict) -> dict:
 
 
 def _paired(c: stats.Comparison) -> str:
+  """A paired difference's cell: mean [interval] and Holm's p, bold where separated."""
   text = f"{c.mean:+.1f} [{c.low:+.1f}, {c.high:+.1f}] p_H={c.p_holm:.2g}"
   return f"**{text}**" if c.separated else text
 
 
 def report(data: dict, family: dict, seeds: int, steps: int) -> str:
+  """A Markdown table per class: R(T) of each agent, truth and likelihood, and the comparisons."""
   lines = []
   for cls in CLASSES:
     lines += [f"### {cls}/algorithm1 and {cls}/greedy{' (policy loglinear)' if CLASSES[cls] else ''}",
@@ -103,6 +106,7 @@ def report(data: dict, family: dict, seeds: int, steps: int) -> str:
 
 
 def main() -> None:
+  """Measures, prints the tables and the line saying how they were measured."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--seeds", type=int, default=32)
   parser.add_argument("--steps", type=int, default=400)
