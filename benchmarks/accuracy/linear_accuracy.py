@@ -36,6 +36,17 @@ CALIBRATION = {"linear_algorithm1": lambda old, spec: jnp.exp(old.log_pi),
                "linear_vpo": lambda old, spec: spec.pi_cal}
 
 
+def solver_with(fields) -> linear.SolverConfig:
+  """`LINEAR_SOLVER` with the fields of `--solver FIELD=VALUE ...` replaced."""
+  def value(field, text):
+    if field not in linear.SolverConfig._fields:
+      raise ValueError(f"--solver: no field {field!r}; the fields: {linear.SolverConfig._fields}")
+    kind = type(getattr(linear.LINEAR_SOLVER, field))
+    return text.lower() in ("1", "true") if kind is bool else kind(text)
+  return linear.LINEAR_SOLVER._replace(**{k: value(k, v) for k, v in
+                                          (f.split("=", 1) for f in fields)})
+
+
 def gaps(env, inner: Agent, name: str, alpha: float, seeds: int, steps: int) -> np.ndarray:
   """F(thorough) − F(agent) at every step of `inner` (constant α), shape (seeds, steps)."""
   def update(key, state, obs, query, feedback, spec):
@@ -80,8 +91,7 @@ def main(argv=None):
   parser.add_argument("--solver", nargs="*", default=[], metavar="FIELD=VALUE",
                       help="this tree's agents with LINEAR_SOLVER's fields replaced")
   args = parser.parse_args(argv)
-  solver = linear.LINEAR_SOLVER._replace(**{k: type(getattr(linear.LINEAR_SOLVER, k))(v) for k, v in
-                                            (f.split("=") for f in args.solver)})
+  solver = solver_with(args.solver)
   mine = {"solver": solver} if args.solver else {}      # a revision's agents may not take it
   env = rlhf.random_contextual(jax.random.key(0), args.prompts, args.actions, args.dim, 0.5, 4.0)
   with contextlib.ExitStack() as stack:

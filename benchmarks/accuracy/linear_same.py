@@ -3,6 +3,7 @@ starts: F(this tree) − F(REV) per problem, along the agents' own runs.
 
     python -m benchmarks.accuracy.linear_same --baseline REV [--prompts 100] [--actions 10]
                                               [--dim 16] [--kappa 100] [--steps 60] [--seeds 4]
+                                              [--solver FIELD=VALUE ...]
 
 On `random_contextual(key(0), |X|, A, d, β = 0.5, r_max = 4, κ)` linear_algorithm1 and
 linear_xpo (α = 1, this tree's agents) run `--steps` steps from each of `--seeds` seeds; at
@@ -12,7 +13,9 @@ REV's (its `rbx/rlhf/linear.py`, loaded beside this tree's `rbx`), and F at the 
 points (each retracted onto K) is compared. Where the two steps are equally good the gaps are
 rounding and either sign; a step change that loses optima shows as a negative tail. Unlike
 `linear_global.py`, the trajectories are shared, so the chaotic divergence of two runs'
-trajectories (a last bit moves a sampled answer) does not enter the comparison.
+trajectories (a last bit moves a sampled answer) does not enter the comparison. `--solver`
+solves with this tree's `LINEAR_SOLVER` with those fields replaced (REV's step keeps its own
+defaults; the runs are this tree's agents at their defaults).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks import ROOT
-from benchmarks.accuracy.linear_accuracy import CALIBRATION
+from benchmarks.accuracy.linear_accuracy import CALIBRATION, solver_with
 from rbx import rlhf
 from rbx.core.protocol import pair
 from rbx.rlhf import linear
@@ -44,8 +47,9 @@ def module_at(revision: str, tmp: str):
   return module
 
 
-def gaps(env, name: str, seed: int, steps: int, other) -> np.ndarray:
-  """F(this tree's step) − F(`other`'s step) at every step of the agent's run, (steps,)."""
+def gaps(env, name: str, seed: int, steps: int, other, solver=None) -> np.ndarray:
+  """F(this tree's step, with `solver` if given) − F(`other`'s step) at every step of the
+  agent's run, (steps,)."""
   spec, cal = env.spec, CALIBRATION[name]
   run, key = pair(env, rlhf.get(name, alpha=1.0), steps), jax.random.key(seed)
 
@@ -59,8 +63,9 @@ def gaps(env, name: str, seed: int, steps: int, other) -> np.ndarray:
 
   def value(module, z, count, mean, basins):
     task = (spec.features, jnp.log(spec.pi_ref), spec.rho, spec.beta, 1.0, spec.r_max)
+    config = {"config": solver} if module is linear and solver is not None else {}
     theta = module.search_linear(module.LinearProblem(*task, module.LinearData(z, count), mean),
-                                 basins)[0]
+                                 basins, **config)[0]
     p = linear.LinearProblem(*task, linear.LinearData(z, count), mean)
     return p.value(p.embed(theta / jnp.maximum(1.0, p.gauge(p.features @ theta))))
 
@@ -78,16 +83,19 @@ def main(argv=None):
   parser.add_argument("--kappa", type=float, default=100.0)
   parser.add_argument("--steps", type=int, default=60)
   parser.add_argument("--seeds", type=int, default=4)
+  parser.add_argument("--solver", nargs="*", default=[], metavar="FIELD=VALUE",
+                      help="this tree's step with LINEAR_SOLVER's fields replaced")
   args = parser.parse_args(argv)
+  solver = solver_with(args.solver) if args.solver else None
   env = rlhf.random_contextual(jax.random.key(0), args.prompts, args.actions, args.dim, 0.5,
                                4.0, kappa=args.kappa)
   with tempfile.TemporaryDirectory() as tmp:
     other = module_at(args.baseline, tmp)
-    g = np.stack([gaps(env, name, seed, args.steps, other)
+    g = np.stack([gaps(env, name, seed, args.steps, other, solver)
                   for name in ("linear_algorithm1", "linear_xpo") for seed in range(args.seeds)])
   print(f"|X| = {args.prompts}, A = {args.actions}, d = {args.dim}, κ = {args.kappa:g}; "
         f"{g.size} problems (linear_algorithm1 and linear_xpo, {args.seeds} seeds × {args.steps} "
-        f"steps); F(this tree) − F({args.baseline}):")
+        f"steps); F(this tree{'' if solver is None else f', {solver}'}) − F({args.baseline}):")
   print("| mean | min | max | within 1e-5 | higher by > 1e-3 | lower by > 1e-3 |")
   print("|---:|---:|---:|---:|---:|---:|")
   print(f"| {g.mean():+.2e} | {g.min():+.4f} | {g.max():+.4f} | {(np.abs(g) <= 1e-5).mean():.1%} | "
