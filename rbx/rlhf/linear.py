@@ -55,7 +55,12 @@ guaranteed: brute force on a grid at d = 2, 3 (to 1e-2), the tabular solver with
 (to 1e-3), SciPy's multi-start SLSQP along linear_algorithm1's run on a trap instance (to 1e-3
 at d = 4, t = 20 and 40; to 1e-2 at d = 16, t = 60) — tests/rlhf/test_linear.py; and
 `benchmarks/accuracy/linear_global.py`, where at d = 16 the first rounds (t ≤ 30) end 0.01–0.8
-below SciPy's optimum (figures: benchmarks/README.md, docs/linear_rlhf.md).
+below SciPy's optimum (figures: benchmarks/README.md, docs/linear_rlhf.md). Those misses are
+the steps a round: with 24 instead of 6 (`linear_global --solver iterations=24`, about 4× the
+time, which grows with the iterations) the largest gap at t ≤ 10 falls from 0.98 to 0.05 on
+the test's trap instance, and trimming a step's trial points (`line_search = 1`) loses optima
+(`linear_same --solver line_search=1`; benchmarks/README.md, "Where exactness and speed pull
+apart").
 
 **Cost.** The search keeps φ with the actions first, (A, X, d), so that every reduction over a
 prompt's A rewards is over the leading axis, vectorised over the prompts. A point carries
