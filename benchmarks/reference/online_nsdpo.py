@@ -15,14 +15,14 @@ rounds). Its code holds the angle π after the rotation (θ*_t = −θ*₀, `rbx
 docstring); both sides here hold θ*₁ there (the peer's own `rparams_end`, fed to its loop).
 
 *The learners, matched* (`LEARNERS`): uniform random pairs; a logistic fit of r = θᵀφ (its
-`sigmoidloss`, ridge 0.01, ↔ `linear/uniform_pairs`, the exact constrained MLE), a DPO fit of
-the log-linear policy (its `dpo` ↔ `practical/uniform_pairs`, policy = "loglinear"), NS-DPO
+`sigmoidloss`, ridge 0.01, ↔ the linear class on `ROW`, the exact constrained MLE), a DPO fit of
+the log-linear policy (its `dpo` ↔ the practical class on `ROW`, policy = "loglinear"), NS-DPO
 (γ) and SW-DPO (w) (the practical agent's `discount`, `window`). The peer re-fits from a fresh
 θ ~ U[0, 1]^8 each round (1,000 AdaGrad-norm steps on all the data, then ‖θ‖ ≤ 1); rbx takes
 20 Adam steps a round from the last θ (practical) or solves the MLE (linear). Differences
 that stay, by design of the match:
-  * pairs: the peer draws two *distinct* answers; `uniform_pairs` (a row added to the scheme
-    table: a1, a2 ~ π_ref, no bonus) draws them independently, so 1/A of its pairs are a tie,
+  * pairs: the peer draws two *distinct* answers; `ROW` (a1, a2 ~ π_ref, no bonus; the
+    scheme table's row for the build only, `agent`) draws them independently, so 1/A of its pairs are a tie,
     whose z = 0 carries no information;
   * NS-DPO: the peer weighs a row of step i by γ^{2(S−1−i)} (its `update_step` applies
     `gamma2s` twice) and every row of a step alike, so its per-round discount is γ^{2/20}; rbx
@@ -159,17 +159,26 @@ def environment(setting: str, steps: int, pool_seed: int = 0):
       theta, BETA, pool_size=POOL, deviation=1.0, reward_scale="none")
 
 
+ROW = ("reference", "reference", "reference")
+"""The scheme row of `SCHEME`: a1, a2 ~ π_ref, no bonus — uniform random pairs where π_ref is
+uniform."""
+
+
 def agent(learner: str):
-  """rbx's matched agent: `<class>/uniform_pairs` with the learner's options."""
-  from rbx import rlhf
+  """rbx's matched agent: the learner's class (`rbx.rlhf.learners.linear` / `practical`, its
+  `make`) on the row `ROW`, with the learner's options. The row is in the scheme table only
+  while the agent is built (it reads its row then, and carries it as data), so the registry and
+  its documented agents stay as they are."""
   from rbx.rlhf import schemes
-  if SCHEME not in schemes.SCHEMES:
-    rlhf.add_scheme(SCHEME, schemes.Scheme("reference", "reference", "reference", bonus=False,
-                                           doc="a1, a2 ~ π_ref, no bonus: uniform random pairs "
-                                               "where π_ref is uniform"))
+  from rbx.rlhf.learners import linear, practical
   _, cls, options = LEARNERS[learner]
-  return rlhf.get(f"{cls}/{SCHEME}", **options,
-                  **({"policy": "loglinear"} if cls == "practical" else {}))
+  schemes.SCHEMES[SCHEME] = schemes.Scheme(*ROW, bonus=False, doc="uniform random pairs")
+  try:
+    if cls == "linear":
+      return linear.make(SCHEME, **options)
+    return practical.make(SCHEME, policy="loglinear", **options)
+  finally:
+    del schemes.SCHEMES[SCHEME]
 
 
 def pool_features(env) -> np.ndarray:
