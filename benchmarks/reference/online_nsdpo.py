@@ -376,7 +376,7 @@ def main() -> None:
       for r in compare(ours, theirs):
         print(f"| {setting} | {learner} | {r['metric']} | {r['rbx']:.4f} | {r['peer']:.4f} | "
               f"{r['diff']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}] | "
-              f"{'agrees' if r['agrees'] else 'differs'} |")
+              f"{'one seed' if np.isnan(r['low']) else 'agrees' if r['agrees'] else 'differs'} |")
       speed.append((setting, learner, float(np.mean(loop)), timing))
   if speed:
     print("\nSeconds per seed (T rounds): the peer's loop, rbx's run (later seeds' mean) and "
