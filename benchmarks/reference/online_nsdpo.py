@@ -22,8 +22,8 @@ the log-linear policy (its `dpo` ↔ the practical class on `ROW`, policy = "log
 20 Adam steps a round from the last θ (practical) or solves the MLE (linear). Differences
 that stay, by design of the match:
   * pairs: the peer draws two *distinct* answers; `ROW` (a1, a2 ~ π_ref, no bonus; the
-    scheme table's row for the build only, `agent`) draws them independently, so 1/A of its pairs are a tie,
-    whose z = 0 carries no information;
+    scheme table's row for the build only, `agent`) draws them independently, so 1/A of its
+    pairs are a tie, whose z = 0 carries no information;
   * NS-DPO: the peer weighs a row of step i by γ^{2(S−1−i)} (its `update_step` applies
     `gamma2s` twice) and every row of a step alike, so its per-round discount is γ^{2/20}; rbx
     gets γ_round = γ^{2/20};
@@ -80,6 +80,7 @@ LEARNERS = {
     "swdpo w=33": ("swdpo_w33", "practical", {"window": 33 * ROUNDS_PER_STEP}),
 }
 SETTINGS = {"stationary": "exp1_notv", "time-varying": "exp1_tv"}
+LABELS = {"truth": " (θ*_t, fed to its loop)", "learner": " (its own estimate, as shipped)"}
 
 
 # ---------------------------------------------------------------- the truth and the metrics
@@ -352,7 +353,7 @@ def main() -> None:
   mods = None if path is None else import_peer(path)
   print(f"T = {args.steps}, peer seeds {SEED_START}..{SEED_START + args.seeds - 1}, rbx seeds "
         f"{SEED_START}..{SEED_START + args.rbx_seeds - 1}; the peer's labels: {args.labels}"
-        f"{' (θ*_t, fed to its loop)' if args.labels == 'truth' else ' (its own estimate, as shipped)'}."
+        f"{LABELS[args.labels]}."
         f" rbx − peer, Welch 95%.\n")
   print("| setting | learner | metric | rbx | peer | rbx − peer [95%] | |")
   print("|---|---|---|---:|---:|---:|---|")
@@ -386,7 +387,8 @@ def main() -> None:
     for setting, learner, p, t in speed:
       print(f"| {setting} | {learner} | {p:.1f} | {t['run']:.3f} | {p / t['run']:.0f}× | "
             f"{t['compile+first']:.1f} | {p / t['compile+first']:.1f}× |")
-  flags = " ".join(f"--{k.replace('_', '-')} {v if not isinstance(v, list) else ' '.join(map(repr, v))}"
+  flags = " ".join(f"--{k.replace('_', '-')} "
+                   f"{' '.join(map(repr, v)) if isinstance(v, list) else v}"
                    for k, v in vars(args).items() if k != "peer")
   print(f"\n{datetime.date.today()}, {platform.node()} ({jax.devices()[0].platform}), commit "
         f"{commit}, {time.time() - start:.0f} s: PYTHONPATH=. python -m "
