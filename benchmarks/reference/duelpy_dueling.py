@@ -33,7 +33,8 @@ import argparse
 import time
 
 import numpy as np
-from scipy import stats
+
+from rbx.core import stats
 
 AGENTS = {"rucb": "RelativeUCB", "rmed1": "Rmed1", "double_ts": "DoubleThompsonSampling",
           "rcs": "RelativeConfidenceSampling"}
@@ -180,14 +181,6 @@ def rbx_sweep(names, env, steps: int, seeds: int, seed_batch: int | None = None)
                     steps=steps, progress=False, record="summary", seed_batch=seed_batch)
 
 
-def welch(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-  """(mean(a) − mean(b), the Welch interval's ends) at `level`."""
-  va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-  df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
-  half = stats.t.ppf(0.5 + level / 2, df) * np.sqrt(va + vb)
-  diff = float(a.mean() - b.mean())
-  return diff, diff - half, diff + half
-
 
 def instance(arms: int, seed: int):
   """The check's environment: one prompt, `arms` answers, r* ~ U[0, 2]^K (β = 0.5)."""
@@ -212,8 +205,8 @@ def compare(names, arms: int = 5, steps: int = 2000, seeds: int = 64, instance_s
     for k, regret in enumerate(("weak_regret", "strong_regret")):
       ours = res.metric(regret).sel(agent=name).final()
       shipped = (weak, strong)[k]
-      diff, low, high = welch(ours, shipped, level)
-      p_diff, p_low, p_high = welch(ours, paper[k], level)
+      diff, low, high = stats.welch(ours, shipped, level)
+      p_diff, p_low, p_high = stats.welch(ours, paper[k], level)
       rows.append(dict(agent=name, regret=regret, rbx=float(ours.mean()),
                        duelpy=float(shipped.mean()), diff=diff, low=low, high=high,
                        agrees=bool(low <= 0.0 <= high), paper=float(paper[k].mean()),

@@ -65,7 +65,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.reference.duelpy_dueling import welch
+from rbx.core import stats
+
 
 PEER_ENV = "RBX_NSDPO_PEER"
 SEED_START = 2021                    # the peer's seed_start; its num_seeds is 5
@@ -326,7 +327,7 @@ def compare(ours: list, theirs: list, level: float = 0.95) -> list[dict]:
   for k in ours[0]:
     a = np.array([o[k] for o in ours])
     b = np.array([o[k] for o in theirs])
-    diff, low, high = (welch(a, b, level) if min(a.size, b.size) > 1
+    diff, low, high = (stats.welch(a, b, level) if min(a.size, b.size) > 1
                        else (float(a.mean() - b.mean()), np.nan, np.nan))
     rows.append(dict(metric=k, rbx=float(a.mean()), peer=float(b.mean()), diff=diff, low=low,
                      high=high, agrees=bool(low <= 0.0 <= high)))

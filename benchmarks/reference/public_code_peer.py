@@ -43,10 +43,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from benchmarks import SHARED_DATASETS
 from rbx import data, neural
+from rbx.core import stats
 
 
 
@@ -95,14 +95,6 @@ def peer_finals(folder: Path, steps: int, algorithm: str) -> dict[float, np.ndar
   return {nu: np.asarray(v) for nu, v in out.items()}
 
 
-def welch(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-  """mean(a) − mean(b) and Welch's t interval for it at `level`."""
-  va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-  df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-  half = stats.t.ppf(0.5 + level / 2, df) * np.sqrt(va + vb)
-  diff = a.mean() - b.mean()
-  return diff, diff - half, diff + half
-
 
 def report(ours: dict, peer: dict, args) -> str:
   title = (f"{args.algorithm}, Mushroom ({args.encoding}), T = {args.steps}, m = {args.width}, "
@@ -116,7 +108,7 @@ def report(ours: dict, peer: dict, args) -> str:
     if b is None or len(b) < 2:
       lines.append(f"| {nu:g} | {ra} | (no runs) | |")
       continue
-    d, lo, hi = welch(a, b)
+    d, lo, hi = stats.welch(a, b)
     lines.append(f"| {nu:g} | {ra} | {b.mean():.1f} ({b.min():.0f}–{b.max():.0f}, {len(b)}) | "
                  f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}] |")
   return "\n".join(lines)

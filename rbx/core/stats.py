@@ -1,5 +1,5 @@
 """Comparisons of agents over common seeds: paired differences with Student-t intervals at any
-level, Holm's step-down correction over a family of comparisons, and the smallest difference a
+level (and Welch's interval for two independent samples, `welch`), Holm's step-down correction over a family of comparisons, and the smallest difference a
 run of n seeds detects at a given power; Student's t from `scipy.stats` (the tests check the
 paired test against `scipy.stats.ttest_rel`).
 
@@ -82,6 +82,23 @@ def paired(a, b, level: float = LEVEL) -> Comparison:
   p = (float(mean == 0.0) if sd == 0 else
        min(1.0, 2.0 * float(scipy_stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))))
   return Comparison(mean, sd, n, level, mean - half, mean + half, p)
+
+
+def welch(a, b, level: float = LEVEL) -> tuple[float, float, float]:
+  """(mean(a) − mean(b), the ends of Welch's `level` t interval for it): two independent
+  samples (another program's seeds beside rbx's), shapes (n_a,), (n_b,), each n ≥ 2, their
+  variances unequal; df by Welch–Satterthwaite,
+  (v_a + v_b)² / (v_a²/(n_a − 1) + v_b²/(n_b − 1)), v = s²/n."""
+  check_unit("level", level)
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if a.ndim != 1 or b.ndim != 1 or min(a.size, b.size) < 2:
+    raise ValueError(f"welch: needs two samples of at least 2 values each, got shapes {a.shape} "
+                     f"and {b.shape}")
+  va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+  df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+  half = t_quantile(0.5 + level / 2, df) * math.sqrt(va + vb)
+  diff = float(a.mean() - b.mean())
+  return diff, diff - half, diff + half
 
 
 def holm_adjust(p) -> np.ndarray:

@@ -17,6 +17,17 @@ def test_t_quantiles_refuse_a_level_outside_the_unit_interval():
     stats.t_quantile(1.0, 3)
 
 
+def test_welch_is_scipys_unequal_variance_interval_at_any_level():
+  rng = np.random.default_rng(0)
+  a, b = rng.normal(50, 6, 8), rng.normal(48, 2, 6)
+  for level in (0.9, 0.95, 0.99):
+    diff, low, high = stats.welch(a, b, level)
+    ci = scipy_stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)
+    np.testing.assert_allclose([diff, low, high], [a.mean() - b.mean(), ci.low, ci.high])
+  with pytest.raises(ValueError, match="at least 2 values each"):
+    stats.welch(a, b[:1])
+
+
 def test_paired_difference_is_scipys_paired_t_test_at_any_level():
   rng = np.random.default_rng(0)
   b = rng.normal(10.0, 3.0, 12)
