@@ -461,9 +461,11 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
                          f"{name} keeps the comparisons' feature differences and π^(0) = π_ref "
                          f"(leave {field} at its default)")
     generated.check_learner(name, pi_cal)
-  def log_fixed_cal(task):
-    """log π_cal of the rows with a fixed one, (X, A)."""
-    return jnp.log(schemes.fixed_policy(pi_cal, task))
+
+  def log_fixed_cal(task, xs=None):
+    """log π_cal of the rows with a fixed one, (X, A), or at the prompts xs only."""
+    cal = schemes.fixed_policy(pi_cal, task)
+    return jnp.log(cal if xs is None else cal[xs])
 
   def samplers(state, obs, task):
     """key -> an answer at x_t drawn by the policy itself from θ^(t−1), θ^(t) and θ_ref (and
@@ -471,7 +473,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     draw = lambda params: lambda key: pol.sample(key, params, task, obs.x)
     return {"previous": draw(state.params_prev), "current": draw(state.params),
             "reference": draw(pol.reference(task)),
-            "calibration": lambda key: jax.random.categorical(key, log_fixed_cal(task)[obs.x])}
+            "calibration": lambda key: jax.random.categorical(key, log_fixed_cal(task, obs.x))}
 
   def at_round(state, obs, task):
     """(state, obs, task) as the per-prompt code reads them: themselves at a prompt; at a
@@ -490,7 +492,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
       local, obs_, at = at_round(state, obs, task)
       a1, a2 = schemes.answers_of_row(_keys(key)[:2], state.scheme, {
           "previous": local.log_pi_prev[obs_.x], "current": local.log_pi[obs_.x],
-          "reference": jnp.log(at.pi_ref)[obs_.x], "calibration": log_fixed_cal(at)[obs_.x]})
+          "reference": jnp.log(at.pi_ref[obs_.x]), "calibration": log_fixed_cal(at, obs_.x)})
     drawn = isinstance(obs, generated.Context)
     return state, Query(a1, a2, generated.LogLinear(state.params) if drawn else state.log_pi)
 
@@ -498,24 +500,32 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     """(xs, π̂_cal, w): the estimate Σ_i w_i E_{a∼π̂_cal(·|x_i)} of E_{x∼ρ} E_{a∼π_cal} at the
     prompts xs (m,) (None: every prompt), with π̂_cal (m, A) and w (m,)."""
     X, A = task.pi_ref.shape
-    policies = {"current": lambda: state.log_pi, "reference": lambda: jnp.log(task.pi_ref),
-                "fixed": lambda: log_fixed_cal(task)}
-    log_cal = (schemes.calibration_policy(scheme, policies) if own else
-               schemes.calibration_of_row(state.scheme[2], {k: f() for k, f in policies.items()}))
+
+    def log_cal(xs=None):
+      """log π_cal at the prompts xs (every prompt: None): the row's entry of the three, by
+      name where the policy samples itself, else by the state's row (only xs's rows of each)."""
+      at = (lambda table: table) if xs is None else (lambda table: table[xs])
+      policies = {"current": lambda: at(state.log_pi),
+                  "reference": lambda: jnp.log(at(task.pi_ref)),
+                  "fixed": lambda: log_fixed_cal(task, xs)}
+      if own:
+        return schemes.calibration_policy(scheme, policies)
+      return schemes.calibration_of_row(state.scheme[2], {k: f() for k, f in policies.items()})
+
     if not scheme.bonus:                           # α ≡ 0: the bonus at no prompt
       return jnp.zeros(0, jnp.int32), jnp.zeros((0, A)), jnp.zeros(0)
     if cal_prompts is not None:                    # k prompts from ρ, exact over the answers
       xs = jax.random.categorical(_keys(key)[2], jnp.log(task.rho), shape=(cal_prompts,))
-      return xs, jnp.exp(log_cal[xs]), jnp.full(cal_prompts, 1.0 / cal_prompts)
+      return xs, jnp.exp(log_cal(xs)), jnp.full(cal_prompts, 1.0 / cal_prompts)
     if cal_samples is None:
-      return None, jnp.exp(log_cal), task.rho
+      return None, jnp.exp(log_cal()), task.rho
     if cal_samples == 0:
       draws = query.a2[None]                       # the round's answer drawn from π_cal
     elif own and scheme.calibration != "fixed":    # π^(t) or π_ref, sampled by the policy
       draws = jax.vmap(samplers(state, obs, task)[scheme.calibration])(
           jax.random.split(_keys(key)[2], cal_samples))
     else:
-      draws = jax.random.categorical(_keys(key)[2], log_cal[obs.x], shape=(cal_samples,))
+      draws = jax.random.categorical(_keys(key)[2], log_cal(obs.x), shape=(cal_samples,))
     return obs.x[None], jnp.mean(jax.nn.one_hot(draws, A), axis=0)[None], jnp.ones(1)
 
   def update(key, state: PracticalState, obs: Prompt | generated.Context, query: Query, a1_wins,
