@@ -89,7 +89,10 @@ linear rewards has no exact fixed-size statistic (counts per (x, a, b) are |X|·
 here is exact and n = T, the run's horizon, known at `init`; its cost is O(T·d) ≤ O(|X|·A·d)
 whenever T ≤ |X|·A, and does not grow with t (unused slots are masked).
 
-β > 0 (the contextual environments' β); at β = 0 use the tabular agents.
+*β = 0* (the unregularised problem, as for the tabular solver): J*'s convex part is its
+limit Σ_x ρ(x) max_a r_θ(x, a), piecewise linear, and the search steps along a subgradient
+(`_Search.slope`: π_θ(x) becomes π_ref restricted to the argmax); F is still a difference of
+convex functions and the method is unchanged.
 """
 from __future__ import annotations
 
@@ -102,12 +105,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbx.rlhf import objectives
 from rbx.rlhf.forgetting import Forgetting
 from rbx.rlhf.solver import SolverConfig
 
 # The linear agents' default settings (module docstring): `python -m benchmarks.throughput.linear_throughput`
 # measures their speed, `python -m benchmarks.accuracy.linear_accuracy` their accuracy along the agents'
 # trajectories, tests/rlhf/test_linear.py the search's against brute force.
+# 1/β's stand-in at β = 0 (`_Search.inverse_beta`): any gap of rewards above float32's
+# resolution times it underflows e^{gap/β} to 0, and 0 times it is 0, not NaN as with ∞.
+_COLD = 1e30
+
 LINEAR_SOLVER = SolverConfig(iterations=6, dc_iterations=0, starts=4, line_search=2)
 
 
@@ -162,7 +170,7 @@ class LinearProblem(NamedTuple):
 
   Attributes:
     features: φ, (X, A, d). log_ref: log π_ref, (X, A). rho: ρ, (X,).
-    beta (> 0), alpha, r_max: scalars.
+    beta (≥ 0; 0: J* is Σ_x ρ(x) max_a r_θ(x, a)), alpha, r_max: scalars.
     data: the comparisons (`LinearData`).
     cal_mean: Σ_x ρ(x) φ(x)ᵀ π_cal(x), (d,), so that E_ρ E_{π_cal} r_θ = cal_meanᵀθ.
   """
@@ -184,9 +192,12 @@ class LinearProblem(NamedTuple):
     return jnp.sum(self.data.weights() * jax.nn.log_sigmoid(p.s))
 
   def log_partition(self, r):
-    """β Σ_x ρ(x) log Σ_a π_ref(a|x) e^{r(x, a)/β}, J*'s convex part; scalar."""
-    lse = jax.scipy.special.logsumexp(self.log_ref + r / self.beta, axis=-1)
-    return self.beta * jnp.dot(self.rho, lse)
+    """β Σ_x ρ(x) log Σ_a π_ref(a|x) e^{r(x, a)/β}, J*'s convex part (at β = 0 its limit
+    Σ_x ρ(x) max_a r(x, a)); scalar."""
+    safe = objectives.safe_beta(self.beta)
+    lse = jnp.where(self.beta > 0, jax.scipy.special.logsumexp(self.log_ref + r / safe, axis=-1),
+                    jnp.max(r, axis=-1))
+    return safe * jnp.dot(self.rho, lse)
 
   def j_star(self, p: Point):
     """J*(r_θ; π_cal) of (2.7), ρ-averaged over prompts, scalar."""
@@ -313,18 +324,26 @@ class _Search(NamedTuple):
     r, hi = c * r, c * hi
     return _Point(c * theta, r, c * (self.z @ theta), hi, c * lo, self.total(r, hi))
 
+  def inverse_beta(self):
+    """1/β, and at β = 0 a finite stand-in for ∞ (`_COLD`): e^{(r − hi)/β} is then 1 at a
+    prompt's largest rewards and 0 elsewhere, the β → 0 limit."""
+    return jnp.where(self.beta > 0, 1.0 / objectives.safe_beta(self.beta), _COLD)
+
   def total(self, r, hi, c=1.0):
     """Σ_a π_ref(a|x) e^{c (r(x, a) − hi(x))/β}, (X,), the log-sum-exp's sum at c·r (c: a
     retraction's factor): one pass of |X|·A exponentials. Written as a sum of A rows, which
     XLA on CPU fuses with the exponentials into one loop; as a reduction over the leading axis
-    it would go to YNNPACK, about 2× slower (module docstring)."""
-    return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + c * (r[a] - hi) / self.beta)
+    it would go to YNNPACK, about 2× slower (module docstring). At β = 0, π_ref's mass on the
+    prompt's largest rewards."""
+    inverse = self.inverse_beta()
+    return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + (c * (r[a] - hi)) * inverse)
                                       for a in range(r.shape[0])])
 
   def slope(self, p: _Point):
     """∇L at p, L(θ) = Σ_x ρ(x) β log Σ_a π_ref(a|x) e^{r(x, a)/β} (J*'s convex part):
-    Σ_x ρ(x) φ(x)ᵀ π_θ(x), (d,), with p's `total`: one pass of exponentials, one product."""
-    w = jnp.exp(self.log_ref + (p.r - p.hi) / self.beta) * (self.rho / p.total)
+    Σ_x ρ(x) φ(x)ᵀ π_θ(x), (d,), with p's `total`: one pass of exponentials, one product. At
+    β = 0 (L = Σ_x ρ(x) max_a r) a subgradient: π_θ(x) is π_ref restricted to the argmax."""
+    w = jnp.exp(self.log_ref + (p.r - p.hi) * self.inverse_beta()) * (self.rho / p.total)
     return feature_mean(w, self.phi)
 
   def log_likelihood(self, s):
@@ -334,7 +353,7 @@ class _Search(NamedTuple):
     """F = ℓ + α (L − cal_meanᵀθ), L = Σ_x ρ(x) (hi(x) + β log total(x))."""
     # a sum, not jnp.dot: vmapped, XLA transposed the dot's (points, X) operand (a step 1.8×
     # slower)
-    lse = jnp.sum(self.rho * (hi + self.beta * jnp.log(total)))
+    lse = jnp.sum(self.rho * (hi + jnp.where(self.beta > 0, self.beta * jnp.log(total), 0.0)))
     return self.log_likelihood(s) + self.alpha * (lse - jnp.dot(self.cal_mean, theta))
 
 

@@ -56,4 +56,4 @@ def positive_beta(name: str, beta, why: str) -> None:
   agents need β > 0 (`why`); the unregularised problem runs on the tabular exact agents."""
   if _checks.is_concrete(beta) and not float(beta) > 0.0:
     raise ValueError(f"beta must be > 0 for {name} ({why}), got {float(beta):g}: β = 0, the "
-                     f"unregularised problem, runs on the tabular exact agents (tabular/...)")
+                     f"unregularised problem, runs on the exact agents (tabular/..., linear/...)")

@@ -18,7 +18,8 @@ deploys π^(t+1) = π_{r_θ}, (2.4): log π(a|x) = log π_ref(a|x) + θᵀφ(x, 
 dimensions): O(starts × iterations × (|X|·A·d + T·d²)) whatever t is (`rbx.rlhf.linear`).
 A step adds one comparison, so the optimum moves little: each step refines again the previous
 step's distinct end points (`starts` − 1 of them, carried in the state) and one new candidate
-(`rbx.rlhf.linear.search_linear`). π^(1) = π_ref (θ = 0). β > 0.
+(`rbx.rlhf.linear.search_linear`). π^(1) = π_ref (θ = 0). β ≥ 0: at β = 0 J* is the
+unregularised max and π_{r_θ} greedy (ties uniform).
 
 *Contexts from a generator* (`rbx.rlhf.generated`): the answers are drawn at the observed
 context's rows φ(s_t, ·), π_ref(·|s_t) and its comparison's z comes from them
@@ -47,10 +48,10 @@ import jax.numpy as jnp
 from rbx import _checks, schedules
 from rbx.core import registry as reg
 from rbx.core.protocol import Agent
-from rbx.rlhf import generated, schemes
+from rbx.rlhf import generated, objectives, schemes
 from rbx.rlhf.forgetting import FORGETTING, forgetting
 from rbx.rlhf.env import Prompt, Query
-from rbx.rlhf.learners.base import SOLVER, PolicyClass, agent_name, positive_beta
+from rbx.rlhf.learners.base import SOLVER, PolicyClass, agent_name
 from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
                              search_linear)
 from rbx.rlhf.solver import SolverConfig
@@ -85,9 +86,13 @@ class LinearState(NamedTuple):
 
 
 def log_policy(theta, task):
-  """log π_{r_θ} of (2.4) at every prompt, (X, A)."""
-  return jax.nn.log_softmax(jnp.log(task.pi_ref) + rewards(theta, task.features) / task.beta,
-                            axis=-1)
+  """log π_{r_θ} of (2.4) at every prompt, (X, A) (or (A,) at one prompt's task); at β = 0
+  the greedy policy of r_θ (`rbx.rlhf.objectives.log_optimal_policy`)."""
+  r = rewards(theta, task.features)
+  policy = lambda r, pi_ref: objectives.log_optimal_policy(r, pi_ref, task.beta)
+  for _ in range(r.ndim - 1):
+    policy = jax.vmap(policy)
+  return policy(r, task.pi_ref)
 
 
 def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
@@ -126,7 +131,6 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
     if not hasattr(task, "features"):
       raise ValueError(f"{name} needs an environment with features φ(x, a) (a contextual "
                        f"environment, rbx.rlhf.random_contextual), got {type(task).__name__}")
-    positive_beta(name, task.beta, "its J* is a log-sum-exp at temperature β")
     if isinstance(task, generated.GeneratedTask):
       generated.check_learner(name, pi_cal)
     d = task.features.shape[-1]
