@@ -10,11 +10,11 @@ from benchmarks.throughput import gpu
 def test_the_tiny_table_has_every_row_and_its_numbers_parse(tmp_path, monkeypatch):
   # the hello world at the demo row's sizes: its two sweeps (Algorithm 1 and XPO on Example 2)
   # are programs of the demo's, compiled once through the suite's cache (tests/conftest.py);
-  # a 12 s budget (the tiny default, 60 s, is spent whole): each section measures its first
-  # rows, the later ones say "skipped: time budget" (the test takes 30 s instead of 53 s)
+  # a 4 s budget (the tiny default, 60 s, is spent whole): each section measures its first
+  # rows, the later ones say "skipped: time budget"
   monkeypatch.setitem(gpu.SIZES["tiny"], "hello", gpu.SIZES["tiny"]["demo"])
   out = tmp_path / "gpu.md"
-  text = gpu.main(["--tiny", "--budget", "12", "--out", str(out)])
+  text = gpu.main(["--tiny", "--budget", "4", "--out", str(out)])
   assert out.read_text() == text
   rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")][1:]
   figures = [r[0].removeprefix("| ") for r in rows]
