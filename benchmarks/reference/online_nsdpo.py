@@ -30,7 +30,12 @@ that stay, by design of the match:
   * SW-DPO: the peer's window is counted from the *horizon* (`apply_window`:
     S − i ≤ w), not from the current step: until step S − w it fits no data (its θ stays at
     the random start) and from then on keeps every row since S − w. rbx's window is the
-    current one, w = 20·33 rounds. They are not expected to agree; the table shows how far.
+    current one, 20·w rounds (`--window w`, default its 33). The two windows hold the same rows
+    at the last step only, so the *final* learners are comparable (at T = 200, w = 3: steps
+    7–9 on both sides); the sums over rounds are not expected to agree.
+  * logistic: no bonus, so F = ℓ is concave on the convex box K and one (warm) start is the
+    search (`solver` starts = 1; the class's default 4 starts find the same θ: Σ_t (2.6)
+    14.94 against 14.98 on seed 2021 at T = 2,000).
 *Labels.* As shipped the peer draws each label from the learner's own estimate
 (`get_preference(config, feature_func, agent, ...)`), never from θ*; `--labels truth` (the
 default) feeds its loop the θ* agent instead (both sides then label with θ*_t), and
@@ -47,8 +52,10 @@ depend on the learner under random pairs, so it checks nothing here.
 
 *The speed.* The peer's loop as its `run_linear_bandit` runs it (a fresh agent, `train`,
 `select_action_pair`, `get_preference`, `apply_preference`, the data grown; without its
-logging), its seeds 2021.. in turn, beside rbx's `rbx.simulate` of the same seeds: rbx's first
-seed's wall time holds the compile, its run time is the later seeds' mean.
+logging), its seeds 2021.. in turn, beside rbx's `rbx.simulate` of the same seeds (rbx's first
+seed's wall time holds the compile, its run time is the later seeds' mean) and beside
+`rbx.sweep` of them, the way rbx runs seeds (one program, vmapped and sharded over the CPU
+devices; its run seconds over the seeds).
 """
 from __future__ import annotations
 
@@ -73,12 +80,13 @@ SEED_START = 2021                    # the peer's seed_start; its num_seeds is 5
 ROUNDS_PER_STEP = 20                 # its train_per_step
 ACTIONS, CONTEXT_DIM, BETA, POOL = 16, 4, 1.0, 1000
 SCHEME = "uniform_pairs"
+WINDOW = 33                          # its window_size, in steps of ROUNDS_PER_STEP rounds
 LEARNERS = {
-    # name: (the peer's config file, rbx agent, its options at horizon T)
+    # name: (the peer's config file, rbx agent, its options; SW-DPO's window: `--window`)
     "logistic": ("sigmoid_g1.0", "linear", {}),
     "dpo": ("dpo_g1.0", "practical", {}),
     "nsdpo γ=0.9": ("nsdpo_g0.9", "practical", {"discount": 0.9 ** (2 / ROUNDS_PER_STEP)}),
-    "swdpo w=33": ("swdpo_w33", "practical", {"window": 33 * ROUNDS_PER_STEP}),
+    "swdpo": ("swdpo_w33", "practical", {}),
 }
 SETTINGS = {"stationary": "exp1_notv", "time-varying": "exp1_tv"}
 LABELS = {"truth": " (θ*_t, fed to its loop)", "learner": " (its own estimate, as shipped)"}
@@ -166,18 +174,21 @@ ROW = ("reference", "reference", "reference")
 uniform."""
 
 
-def agent(learner: str):
+def agent(learner: str, window: int = WINDOW):
   """rbx's matched agent: the learner's class (`rbx.rlhf.learners.linear` / `practical`, its
   `make`) on the row `ROW`, with the learner's options. The row is in the scheme table only
   while the agent is built (it reads its row then, and carries it as data), so the registry and
   its documented agents stay as they are."""
   from rbx.rlhf import schemes
   from rbx.rlhf.learners import linear, practical
+  from rbx.rlhf.linear import LINEAR_SOLVER
   _, cls, options = LEARNERS[learner]
+  if learner == "swdpo":
+    options = {"window": window * ROUNDS_PER_STEP}
   schemes.SCHEMES[SCHEME] = schemes.Scheme(*ROW, bonus=False, doc="uniform random pairs")
   try:
     if cls == "linear":
-      return linear.make(SCHEME, **options)
+      return linear.make(SCHEME, solver=LINEAR_SOLVER._replace(starts=1), **options)
     return practical.make(SCHEME, policy="loglinear", **options)
   finally:
     del schemes.SCHEMES[SCHEME]
@@ -189,12 +200,13 @@ def pool_features(env) -> np.ndarray:
   return np.asarray(inner.pool.features, float)
 
 
-def run_rbx(learner: str, setting: str, steps: int, seeds) -> tuple[list, dict]:
+def run_rbx(learner: str, setting: str, steps: int, seeds,
+            window: int = WINDOW) -> tuple[list, dict]:
   """[summary per seed], {"compile+first": s, "run": s per seed (the later seeds' mean),
   "recorded": rbx's own R(T) per seed}."""
   import jax
   from rbx import rlhf
-  env, ag = environment(setting, steps), agent(learner)
+  env, ag = environment(setting, steps), agent(learner, window)
   features, truth = pool_features(env), truth_at_rounds(setting, steps)
   out, walls, recorded = [], [], []
   for seed in seeds:
@@ -206,6 +218,15 @@ def run_rbx(learner: str, setting: str, steps: int, seeds) -> tuple[list, dict]:
     out.append(summary(thetas, truth, features))
   return out, {"compile+first": walls[0], "run": float(np.mean(walls[1:] or walls)),
                "recorded": recorded}
+
+
+def sweep_seconds(learner: str, setting: str, steps: int, seeds, window: int = WINDOW) -> float:
+  """Run seconds per seed of rbx's matched learner over `seeds` as one `rbx.sweep` (vmapped
+  and sharded over the CPU devices, the compile apart)."""
+  from benchmarks import timing
+  env, ag = environment(setting, steps), agent(learner, window)
+  seeds = list(seeds)
+  return timing.sweep(lambda: (env, ag), {}, seeds, steps)["run_seconds"] / len(seeds)
 
 
 # ---------------------------------------------------------------- the peer's side
@@ -272,10 +293,13 @@ def import_peer(path: Path) -> dict:
               linear_bandit=linear_bandit, preference=preference, reward=reward)
 
 
-def peer_config(path: Path, learner: str, setting: str, steps: int) -> types.SimpleNamespace:
-  """Its `configs/<exp1_notv|exp1_tv>/<learner's file>.yaml` at T = `steps` rounds."""
+def peer_config(path: Path, learner: str, setting: str, steps: int,
+                window: int = WINDOW) -> types.SimpleNamespace:
+  """Its `configs/<exp1_notv|exp1_tv>/<learner's file>.yaml` at T = `steps` rounds (and its
+  SW-DPO window, `window_size`, in steps)."""
   cfg = read_config(path / "configs" / SETTINGS[setting] / f"{LEARNERS[learner][0]}.yaml")
   cfg.num_steps = steps // cfg.train_per_step
+  cfg.window_size = window
   return cfg
 
 
@@ -343,6 +367,8 @@ def main() -> None:
   parser.add_argument("--learners", nargs="*", default=list(LEARNERS), choices=list(LEARNERS))
   parser.add_argument("--settings", nargs="*", default=list(SETTINGS), choices=list(SETTINGS))
   parser.add_argument("--labels", default="truth", choices=("truth", "learner"))
+  parser.add_argument("--window", type=int, default=WINDOW, help="SW-DPO's window in steps of "
+                      f"{ROUNDS_PER_STEP} rounds, both sides (the peer's {WINDOW})")
   args = parser.parse_args()
   import jax
   from benchmarks import revision
@@ -363,31 +389,37 @@ def main() -> None:
     env_features = pool_features(environment(setting, args.steps))
     truth = truth_at_rounds(setting, args.steps)
     for learner in args.learners:
+      label = f"swdpo w={args.window}" if learner == "swdpo" else learner
       ours, timing = run_rbx(learner, setting, args.steps,
-                             range(SEED_START, SEED_START + args.rbx_seeds))
+                             range(SEED_START, SEED_START + args.rbx_seeds), args.window)
       if mods is None:
         for k in ours[0]:
-          print(f"| {setting} | {learner} | {k} | {np.mean([o[k] for o in ours]):.4f} | — | — | |")
+          print(f"| {setting} | {label} | {k} | {np.mean([o[k] for o in ours]):.4f} | — | — | |")
         continue
-      cfg = peer_config(path, learner, setting, args.steps)
+      cfg = peer_config(path, learner, setting, args.steps, args.window)
       theirs, loop = [], []
       for seed in range(SEED_START, SEED_START + args.seeds):
         thetas, seconds = run_peer(mods, cfg, seed, args.labels)
         theirs.append(summary(thetas, truth, env_features))
         loop.append(seconds)
       for r in compare(ours, theirs):
-        print(f"| {setting} | {learner} | {r['metric']} | {r['rbx']:.4f} | {r['peer']:.4f} | "
+        print(f"| {setting} | {label} | {r['metric']} | {r['rbx']:.4f} | {r['peer']:.4f} | "
               f"{r['diff']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}] | "
               f"{'one seed' if np.isnan(r['low']) else 'agrees' if r['agrees'] else 'differs'} |")
-      speed.append((setting, learner, float(np.mean(loop)), timing))
+      timing["sweep"] = sweep_seconds(learner, setting, args.steps,
+                                      range(SEED_START, SEED_START + args.rbx_seeds), args.window)
+      speed.append((setting, label, float(np.mean(loop)), timing))
   if speed:
-    print("\nSeconds per seed (T rounds): the peer's loop, rbx's run (later seeds' mean) and "
-          "rbx's first seed with its compile.\n")
-    print("| setting | learner | peer | rbx run | ratio | rbx first (compile) | ratio |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("\nSeconds per seed (T rounds): the peer's loop; rbx's `simulate`, one seed at a time "
+          "(the later seeds' mean), and its first seed with the compile; rbx's seeds as one "
+          "sweep (run seconds over the seeds).\n")
+    print("| setting | learner | peer | rbx run | ratio | rbx first (compile) | ratio "
+          "| rbx sweep | ratio |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for setting, learner, p, t in speed:
       print(f"| {setting} | {learner} | {p:.1f} | {t['run']:.3f} | {p / t['run']:.0f}× | "
-            f"{t['compile+first']:.1f} | {p / t['compile+first']:.1f}× |")
+            f"{t['compile+first']:.1f} | {p / t['compile+first']:.1f}× | {t['sweep']:.3f} | "
+            f"{p / t['sweep']:.0f}× |")
   flags = " ".join(f"--{k.replace('_', '-')} "
                    f"{' '.join(map(repr, v)) if isinstance(v, list) else v}"
                    for k, v in vars(args).items() if k != "peer")
