@@ -53,7 +53,8 @@ def agent_name(policy_class: str, scheme: str) -> str:
 
 def positive_beta(name: str, beta, why: str) -> None:
   """ValueError naming `beta` and agent `name` where β = 0 (or < 0) is concrete: the class's
-  agents need β > 0 (`why`); the unregularised problem runs on the tabular exact agents."""
+  agents need β > 0 (`why`); the unregularised problem runs on the exact agents (tabular,
+  linear)."""
   if _checks.is_concrete(beta) and not float(beta) > 0.0:
     raise ValueError(f"beta must be > 0 for {name} ({why}), got {float(beta):g}: β = 0, the "
                      f"unregularised problem, runs on the exact agents (tabular/..., linear/...)")
