@@ -114,22 +114,24 @@ def test_the_search_keeps_its_warm_starts_and_returns_distinct_points_best_first
 def test_the_linear_agents_learn_across_prompts():
   """|X| = 60 prompts, T = 40: the tabular greedy agent (one bandit per prompt) cannot
   generalise; the linear agents, sharing θ, cut π_ref's regret by more than half — at β = 0.5
-  and at β = 0, the unregularised problem (β a grid field: one program per class)."""
-  res = rlhf.sweep(lambda agent, beta: (rlhf.random_contextual(jax.random.key(3), 60, 4, 3, beta,
-                                                               4.0, deviation=1.0),
-                                        rlhf.get(agent)),
-                   {"agent": ["linear_xpo", "linear_greedy", "greedy"], "beta": [0.5, 0.0]},
-                   seeds=8, steps=40, seed_batch=8, progress=False)
-  start = res.regret[0, :, :, 0].mean(axis=-1)                # π_ref's, (beta,)
-  late = res.regret[..., -10:].mean(axis=(-1, -2))             # (agent, beta)
-  assert np.all(late[0] < 0.5 * start), late               # linear XPO halves π_ref's regret
-  assert np.all(late[2] > 0.8 * start), late                   # the control does not learn
-  # β = 0.5: greedy explores by chance only (measured 0.154 of π_ref's 0.341 here): it must
-  # learn from the shared features, well below the feature-blind tabular control
-  assert late[1, 0] < 0.75 * start[0] and late[1, 0] < 0.6 * late[2, 0], late
-  # β = 0: greedy's two answers are the same argmax once θ breaks the ties, so its comparisons
-  # say nothing; XPO's a2 ~ π_ref keeps learning (measured 0.19 against greedy's 0.57)
-  assert late[0, 1] < 0.5 * late[1, 1], late
+  and at β = 0, the unregularised problem."""
+  def run(beta, agents):
+    env = rlhf.random_contextual(jax.random.key(3), 60, 4, 3, beta, 4.0, deviation=1.0)
+    res = rlhf.sweep(lambda agent: (env, rlhf.get(agent)), {"agent": agents}, seeds=8,
+                     steps=40, seed_batch=8, progress=False)
+    return res.regret[..., 0].mean(), res.regret[..., -10:].mean(axis=(-1, -2))   # (agent,)
+
+  start, late = run(0.5, ["linear_xpo", "linear_greedy", "greedy"])
+  assert late[0] < 0.5 * start, late                     # linear XPO halves π_ref's regret
+  # greedy explores by chance only (measured 0.154 of π_ref's 0.341 here): it must learn from
+  # the shared features, well below the feature-blind tabular control
+  assert late[1] < 0.75 * start and late[1] < 0.6 * late[2], late
+  assert late[2] > 0.8 * start, late                           # the control does not learn
+  # β = 0 (the two linear rows: one program): XPO still halves π_ref's regret (0.19 of 0.79
+  # measured); greedy's two answers are one argmax once θ breaks the ties, so its comparisons
+  # say nothing and it stalls (0.57)
+  start, late = run(0.0, ["linear_xpo", "linear_greedy"])
+  assert late[0] < 0.5 * start and late[0] < 0.5 * late[1], (start, late)
 
 
 def test_validation():
