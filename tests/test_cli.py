@@ -218,3 +218,30 @@ def test_report_and_plot_of_an_interrupted_run_say_partial(tmp_path, monkeypatch
   assert cli.main(["report", str(out)]) == 0
   text = (out / "report.md").read_text()
   assert "the run is still running" in text and "status **running**" in text
+
+
+def test_the_command_compiles_with_one_frame_an_op_unless_the_environment_says():
+  import jax
+  import jax.numpy as jnp
+  from rbx import cli
+
+  def frames():
+    """The call-site frames in a freshly traced program's locations."""
+    def inner(x):
+      return jnp.sin(x) * 2.0
+
+    def outer(x):
+      return inner(x) + 1.0
+    return jax.jit(outer).lower(1.0).as_text(debug_info=True).count("callsite(")
+
+  setting = "jax_include_full_tracebacks_in_locations"
+  before = getattr(jax.config, setting)
+  try:
+    jax.config.update(setting, True)
+    cli.compact_locations({cli.LOCATIONS: "1"})               # the user's setting stands
+    full = frames()
+    assert getattr(jax.config, setting) and full > 0
+    cli.compact_locations({})
+    assert not getattr(jax.config, setting) and frames() < full
+  finally:
+    jax.config.update(setting, before)
