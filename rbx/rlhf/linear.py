@@ -98,13 +98,15 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbx import _checks
 from rbx.rlhf import objectives
 from rbx.rlhf.forgetting import Forgetting
 from rbx.rlhf.solver import SolverConfig
@@ -112,7 +114,7 @@ from rbx.rlhf.solver import SolverConfig
 # The linear agents' default settings (module docstring): `python -m benchmarks.throughput.linear_throughput`
 # measures their speed, `python -m benchmarks.accuracy.linear_accuracy` their accuracy along the agents'
 # trajectories, tests/rlhf/test_linear.py the search's against brute force.
-# 1/β's stand-in at β = 0 (`_Search.inverse_beta`): any gap of rewards above float32's
+# 1/β's stand-in at β = 0 (`_Search.over_beta`): any gap of rewards above float32's
 # resolution times it underflows e^{gap/β} to 0, and 0 times it is 0, not NaN as with ∞.
 _COLD = 1e30
 
@@ -194,10 +196,10 @@ class LinearProblem(NamedTuple):
   def log_partition(self, r):
     """β Σ_x ρ(x) log Σ_a π_ref(a|x) e^{r(x, a)/β}, J*'s convex part (at β = 0 its limit
     Σ_x ρ(x) max_a r(x, a)); scalar."""
-    safe = objectives.safe_beta(self.beta)
-    lse = jnp.where(self.beta > 0, jax.scipy.special.logsumexp(self.log_ref + r / safe, axis=-1),
-                    jnp.max(r, axis=-1))
-    return safe * jnp.dot(self.rho, lse)
+    return when_beta(
+        self.beta,
+        lambda b: b * jnp.dot(self.rho, jax.scipy.special.logsumexp(self.log_ref + r / b, -1)),
+        lambda: jnp.dot(self.rho, jnp.max(r, axis=-1)))
 
   def j_star(self, p: Point):
     """J*(r_θ; π_cal) of (2.7), ρ-averaged over prompts, scalar."""
@@ -210,6 +212,15 @@ class LinearProblem(NamedTuple):
   def gauge(self, r):
     """h(θ) = max_x (max_a r − min_a r)/r_max: θ ∈ K iff h ≤ 1; scalar."""
     return jnp.max(jnp.max(r, axis=-1) - jnp.min(r, axis=-1)) / self.r_max
+
+
+def when_beta(beta, soft: Callable[[Any], Any], hard: Callable[[], Any]):
+  """soft(β) where β > 0, hard() (its β → 0 limit) where β = 0: only the branch a concrete β
+  takes is traced (at β > 0 the program has no β = 0 path), both under a `jnp.where` when β
+  is traced (a swept β; soft then gets β where β > 0, else 1)."""
+  if _checks.is_concrete(beta):
+    return soft(beta) if float(beta) > 0 else hard()
+  return jnp.where(beta > 0, soft(objectives.safe_beta(beta)), hard())
 
 
 def rewards(theta, features):
@@ -324,10 +335,10 @@ class _Search(NamedTuple):
     r, hi = c * r, c * hi
     return _Point(c * theta, r, c * (self.z @ theta), hi, c * lo, self.total(r, hi))
 
-  def inverse_beta(self):
-    """1/β, and at β = 0 a finite stand-in for ∞ (`_COLD`): e^{(r − hi)/β} is then 1 at a
-    prompt's largest rewards and 0 elsewhere, the β → 0 limit."""
-    return jnp.where(self.beta > 0, 1.0 / objectives.safe_beta(self.beta), _COLD)
+  def over_beta(self, gap):
+    """gap/β for reward gaps ≤ 0, and at β = 0 gap times a finite stand-in for ∞ (`_COLD`):
+    e^{gap/β} is then 1 at a prompt's largest rewards and 0 elsewhere, the β → 0 limit."""
+    return when_beta(self.beta, lambda b: gap / b, lambda: gap * _COLD)
 
   def total(self, r, hi, c=1.0):
     """Σ_a π_ref(a|x) e^{c (r(x, a) − hi(x))/β}, (X,), the log-sum-exp's sum at c·r (c: a
@@ -335,15 +346,14 @@ class _Search(NamedTuple):
     XLA on CPU fuses with the exponentials into one loop; as a reduction over the leading axis
     it would go to YNNPACK, about 2× slower (module docstring). At β = 0, π_ref's mass on the
     prompt's largest rewards."""
-    inverse = self.inverse_beta()
-    return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + (c * (r[a] - hi)) * inverse)
+    return functools.reduce(jnp.add, [jnp.exp(self.log_ref[a] + self.over_beta(c * (r[a] - hi)))
                                       for a in range(r.shape[0])])
 
   def slope(self, p: _Point):
     """∇L at p, L(θ) = Σ_x ρ(x) β log Σ_a π_ref(a|x) e^{r(x, a)/β} (J*'s convex part):
     Σ_x ρ(x) φ(x)ᵀ π_θ(x), (d,), with p's `total`: one pass of exponentials, one product. At
     β = 0 (L = Σ_x ρ(x) max_a r) a subgradient: π_θ(x) is π_ref restricted to the argmax."""
-    w = jnp.exp(self.log_ref + (p.r - p.hi) * self.inverse_beta()) * (self.rho / p.total)
+    w = jnp.exp(self.log_ref + self.over_beta(p.r - p.hi)) * (self.rho / p.total)
     return feature_mean(w, self.phi)
 
   def log_likelihood(self, s):
@@ -353,7 +363,8 @@ class _Search(NamedTuple):
     """F = ℓ + α (L − cal_meanᵀθ), L = Σ_x ρ(x) (hi(x) + β log total(x))."""
     # a sum, not jnp.dot: vmapped, XLA transposed the dot's (points, X) operand (a step 1.8×
     # slower)
-    lse = jnp.sum(self.rho * (hi + jnp.where(self.beta > 0, self.beta * jnp.log(total), 0.0)))
+    lse = jnp.sum(self.rho * (hi + when_beta(self.beta, lambda b: b * jnp.log(total),
+                                              lambda: jnp.zeros_like(total))))
     return self.log_likelihood(s) + self.alpha * (lse - jnp.dot(self.cal_mean, theta))
 
 
