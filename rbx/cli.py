@@ -50,9 +50,8 @@ def main(argv=None) -> int:
 
 def compact_locations(environ=os.environ) -> None:
   """One Python frame an op as the location of the programs this command compiles, where JAX's
-  default is the op's whole traceback, metadata XLA carries through the compile (`rbx demo`,
-  cold: 0.94× the wall time, paired runs). A setting of `LOCATIONS` in `environ` is kept, and
-  from Python (`rbx.sweep`) JAX's own setting stands."""
+  default is the op's whole traceback, metadata XLA carries through the compile. A setting of
+  `LOCATIONS` in `environ` is kept, and from Python (`rbx.sweep`) JAX's own setting stands."""
   if LOCATIONS not in environ:
     import jax
     jax.config.update("jax_include_full_tracebacks_in_locations", False)

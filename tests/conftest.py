@@ -33,10 +33,9 @@ if xla_env.runs_on_cpu():
   xla_env.add_flags(xla_env.CPU_CODE_GENERATION)
 
 # JAX gives every op of a program its whole Python traceback as its location, and XLA carries
-# that metadata through the compile: with one frame an op (the innermost user frame) XLA
-# compiles small sweeps in about 0.85x the time, and test_agents, test_practical and
-# test_neural_agents take 0.98x the CPU time (paired runs). No test reads a program's
-# locations; kept where the user set it; subprocesses and notebook kernels inherit it.
+# that metadata through the compile; one frame an op (the innermost user frame) compiles less
+# (CHANGELOG: what it saved, measured). No test reads a program's locations; kept where the
+# user set it; subprocesses and notebook kernels inherit it.
 os.environ.setdefault("JAX_INCLUDE_FULL_TRACEBACKS_IN_LOCATIONS", "0")
 
 # On an accelerator the pytest-xdist workers share it: each takes memory as it needs it instead

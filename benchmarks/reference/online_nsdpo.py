@@ -33,9 +33,8 @@ that stay, by design of the match:
     current one, 20·w rounds (`--window w`, default its 33). The two windows hold the same rows
     at the last step only, so the *final* learners are comparable (at T = 200, w = 3: steps
     7–9 on both sides); the sums over rounds are not expected to agree.
-  * logistic: no bonus, so F = ℓ is concave on the convex box K and one (warm) start is the
-    search (`solver` starts = 1; the class's default 4 starts find the same θ: Σ_t (2.6)
-    14.94 against 14.98 on seed 2021 at T = 2,000).
+  * logistic: no bonus, so F = ℓ is concave on the convex box K, any local maximum is the
+    global one, and one (warm) start is the search (`solver` starts = 1, not the class's 4).
 *Labels.* As shipped the peer draws each label from the learner's own estimate
 (`get_preference(config, feature_func, agent, ...)`), never from θ*; `--labels truth` (the
 default) feeds its loop the θ* agent instead (both sides then label with θ*_t), and

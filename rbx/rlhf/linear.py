@@ -98,16 +98,14 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbx import _checks
-from rbx.rlhf import objectives
+from rbx.rlhf.objectives import when_beta
 from rbx.rlhf.forgetting import Forgetting
 from rbx.rlhf.solver import SolverConfig
 
@@ -212,15 +210,6 @@ class LinearProblem(NamedTuple):
   def gauge(self, r):
     """h(θ) = max_x (max_a r − min_a r)/r_max: θ ∈ K iff h ≤ 1; scalar."""
     return jnp.max(jnp.max(r, axis=-1) - jnp.min(r, axis=-1)) / self.r_max
-
-
-def when_beta(beta, soft: Callable[[Any], Any], hard: Callable[[], Any]):
-  """soft(β) where β > 0, hard() (its β → 0 limit) where β = 0: only the branch a concrete β
-  takes is traced (at β > 0 the program has no β = 0 path), both under a `jnp.where` when β
-  is traced (a swept β; soft then gets β where β > 0, else 1)."""
-  if _checks.is_concrete(beta):
-    return soft(beta) if float(beta) > 0 else hard()
-  return jnp.where(beta > 0, soft(objectives.safe_beta(beta)), hard())
 
 
 def rewards(theta, features):

@@ -14,10 +14,15 @@ gradient, and the selects sit where XLA compiles the β > 0 values bit for bit a
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import chex
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import logsumexp, rel_entr, xlogy
+
+from rbx import _checks
 
 
 def log_likelihood(r: chex.Array, wins: chex.Array) -> chex.Array:
@@ -63,12 +68,21 @@ def greedy_log_policy(r: chex.Array) -> chex.Array:
   return jnp.where(top, -jnp.log(ties.astype(r.dtype)), _LOG_ZERO)
 
 
+def when_beta(beta, soft: Callable[[Any], Any], hard: Callable[[], Any]):
+  """soft(β) where β > 0, hard() (its β → 0 limit) where β = 0: only the branch a concrete β
+  takes is traced (a scalar β the sweep closes over: its β > 0 program has no β = 0 path),
+  both under a `jnp.where` otherwise (a swept β; soft then gets `safe_beta`)."""
+  if _checks.is_concrete(beta) and jnp.ndim(beta) == 0:
+    return soft(beta) if float(beta) > 0 else hard()
+  return jnp.where(beta > 0, soft(safe_beta(beta)), hard())
+
+
 def log_optimal_policy(r: chex.Array, pi_ref: chex.Array, beta) -> chex.Array:
   """log π_r of (2.4): log π_ref + r/β − log Z_r, shape (A,); at β = 0 the greedy policy
   (`greedy_log_policy`), the maximiser of J(·, r) with no KL term."""
   chex.assert_rank([r, pi_ref], 1)
-  soft = jax.nn.log_softmax(jnp.log(pi_ref) + r / safe_beta(beta))
-  return jnp.where(beta > 0, soft, greedy_log_policy(r))
+  return when_beta(beta, lambda b: jax.nn.log_softmax(jnp.log(pi_ref) + r / b),
+                   lambda: greedy_log_policy(r))
 
 
 def _log_policy(r, pi_ref, beta):

@@ -53,7 +53,7 @@ from rbx.rlhf.forgetting import FORGETTING, forgetting
 from rbx.rlhf.env import Prompt, Query
 from rbx.rlhf.learners.base import SOLVER, PolicyClass, agent_name
 from rbx.rlhf.linear import (LINEAR_SOLVER, LinearData, LinearProblem, feature_mean, rewards,
-                             search_linear, when_beta)
+                             search_linear)
 from rbx.rlhf.solver import SolverConfig
 
 
@@ -87,13 +87,12 @@ class LinearState(NamedTuple):
 
 def log_policy(theta, task):
   """log π_{r_θ} of (2.4) at every prompt, (X, A) (or (A,) at one prompt's task); at β = 0
-  the greedy policy of r_θ (`rbx.rlhf.objectives.greedy_log_policy`)."""
+  the greedy policy of r_θ (`rbx.rlhf.objectives.log_optimal_policy`)."""
+  policy = lambda r, pi_ref: objectives.log_optimal_policy(r, pi_ref, task.beta)
   r = rewards(theta, task.features)
-  soft = lambda beta: jax.nn.log_softmax(jnp.log(task.pi_ref) + r / beta, axis=-1)
-  greedy = objectives.greedy_log_policy
   for _ in range(r.ndim - 1):
-    greedy = jax.vmap(greedy)
-  return when_beta(task.beta, soft, lambda: greedy(r))
+    policy = jax.vmap(policy)
+  return policy(r, task.pi_ref)
 
 
 def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
