@@ -216,6 +216,25 @@ def test_the_buffer_reports_comparisons_past_its_capacity():
   assert (int(full.dropped), int(over.dropped), int(over.count)) == (0, 1, 3)
 
 
+@pytest.mark.parametrize("forget", [None, practical.forgetting(0.8, 4)])
+def test_a_minibatch_estimates_the_buffers_dpo_term_without_bias(forget):
+  # 7 comparisons in a buffer of 10, row i at prompt i (with a discount and a window of 4 only
+  # the last 4 weigh): the batches draw every row that weighs and no other, and the mean of
+  # 4,000 batches' DPO terms (3 rows each) is the whole buffer's within 4 standard errors
+  rng = np.random.default_rng(3)
+  buffer = practical.Comparisons.empty(10)._replace(forget=forget)
+  for i, (a, b) in enumerate(zip(rng.integers(0, 4, 7), rng.integers(0, 4, 7))):
+    buffer = buffer.add(i, a, b)
+  log_pi, log_ref = _random_policies(jax.random.key(4), 10, 4, 2)
+  term = lambda rows: practical.dpo_loss_buffer(log_pi[rows.x], log_ref[rows.x], rows, 0.5)
+  batches = jax.vmap(lambda k: buffer.minibatch(k, 3))(jax.random.split(jax.random.key(5), 4000))
+  assert set(np.unique(batches.x)) == set(range(3, 7) if forget else range(7))
+  estimates = np.asarray(jax.vmap(term)(batches))
+  full = float(term(buffer))
+  assert abs(estimates.mean() - full) < 4 * estimates.std() / math.sqrt(estimates.size), (
+      estimates.mean(), full)
+
+
 @pytest.mark.slow
 def test_buffer_agents_run_the_count_agents_sweep():
   # Every practical scheme, sampled and exact bonus and the bonus at prompts drawn from ρ:
@@ -309,6 +328,8 @@ def test_practical_agents_sweep_by_name_on_a_contextual_environment():
     (lambda: practical.make("xpo", policy="linear"), "policy"),
     (lambda: practical.make("xpo", cal_samples=-1), "cal_samples"),
     (lambda: practical.make("xpo", data="list"), "data"),
+    (lambda: practical.make("xpo", batch_size=0), "batch_size"),
+    (lambda: practical.make("xpo", batch_size=8, data="counts"), "batch_size=8 .*data='counts'"),
     (lambda: practical.make("xpo", cal_prompts=0, cal_samples=None), "cal_prompts"),
     (lambda: practical.make("xpo", cal_prompts=4), "cal_samples"),
     (lambda: practical.make("greedy", l2=-1.0), "l2"),

@@ -248,9 +248,9 @@ def test_the_throughput_benchmark_at_its_tiny_size_prints_a_rate():
   lines = sequence_throughput.main(["--tiny", "--agents", "sequence_xpo"])
   enumerated, tokens = (line.split() for line in lines[-2:])
   assert enumerated[:5] == ["4", "2", "3", "8", "enumerated"] and tokens[4] == "tokens"
-  assert tokens[6:8] == ["sequence_xpo", "loglinear"] and float(tokens[5]) >= 0
-  rates = [float(row[8].replace(",", "")) for row in (enumerated, tokens)]
-  assert min(rates) > 0 and float(tokens[10]) == pytest.approx(rates[1] / rates[0], abs=0.06)
+  assert tokens[6:10] == ["sequence_xpo", "loglinear", "2", "all"] and float(tokens[5]) >= 0
+  rates = [float(row[10].replace(",", "")) for row in (enumerated, tokens)]
+  assert min(rates) > 0 and float(tokens[12]) == pytest.approx(rates[1] / rates[0], abs=0.06)
 
 
 def test_proposition3_reads_the_sequence_instances_kappa():

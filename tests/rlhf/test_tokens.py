@@ -50,21 +50,27 @@ def test_the_oracle_prefers_by_r_star_along_the_tokens():
   assert float(wins.mean()) == pytest.approx(float(jax.nn.sigmoid(6.0)), abs=0.01)
 
 
-AGENTS = {"sequence/greedy": {}, "sequence/xpo": {}, "sequence/algorithm1": {},
-          "sequence/vpo": dict(cal_samples=None)}
+AGENTS = {"greedy": ("sequence/greedy", {}), "xpo": ("sequence/xpo", {}),
+          "algorithm1": ("sequence/algorithm1", {}),
+          "vpo": ("sequence/vpo", dict(cal_samples=None)),
+          "xpo minibatches": ("sequence/xpo", dict(batch_size=4))}
 
 
 @pytest.mark.slow
 def test_the_agents_on_tokens_are_the_enumerated_agents():
   # the same answers (ancestral sampling, the same keys), the same loss to float32 rounding:
-  # the same regret, step for step, with the exact bonus and the round's a2 alike (VPO's and
-  # `modified`'s draws from the fixed π_cal differ: over answers there, over tokens here)
+  # the same regret, step for step, with the exact bonus and the round's a2 alike, and with
+  # minibatch steps (the same rows drawn) (VPO's and `modified`'s draws from the fixed π_cal
+  # differ: over answers there, over tokens here)
   enum, tok = both(sequences.random_sequences, deviation=0.5)
-  runs = [rlhf.sweep(lambda agent: (env, rlhf.get(agent, policy="loglinear", **AGENTS[agent])),
-                     {"agent": list(AGENTS)}, seeds=3, steps=10, progress=False).regret
+  runs = [rlhf.sweep(lambda case: (env, rlhf.get(AGENTS[case][0], policy="loglinear",
+                                                  **AGENTS[case][1])),
+                     {"case": list(AGENTS)}, seeds=3, steps=10, progress=False)
           for env in (enum, tok)]
-  assert np.ptp(runs[0]) > 0.1
-  np.testing.assert_allclose(runs[1], runs[0], rtol=1e-4, atol=1e-5)
+  assert np.ptp(runs[0].regret) > 0.1
+  np.testing.assert_allclose(runs[1].regret, runs[0].regret, rtol=1e-4, atol=1e-5)
+  minibatches, whole = (runs[0].sel(case=c).regret for c in ("xpo minibatches", "xpo"))
+  assert not np.allclose(minibatches, whole)             # the minibatches changed the run
 
 
 def test_answers_of_10_to_the_48_tokens_arrays_run_and_wrong_classes_are_refused():

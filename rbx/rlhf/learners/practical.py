@@ -155,10 +155,11 @@ L2 = 1.0
 """The default λ of the ℓ2 penalty toward θ_ref (module docstring)."""
 
 
-def _keys(key: chex.PRNGKey) -> chex.Array:
-  """The round's three keys: a1's, a2's and the calibration draws'. `act` and `update` receive
-  the same key (`rbx.core.protocol.pair`), so both split it here and each uses its own."""
-  return jax.random.split(key, 3)
+def _keys(key: chex.PRNGKey, batched: bool = False) -> chex.Array:
+  """The round's keys: a1's, a2's and the calibration draws', and with minibatches
+  (`batch_size`) the optimiser steps' draws of rows. `act` and `update` receive the same key
+  (`rbx.core.protocol.pair`), so both split it here and each uses its own."""
+  return jax.random.split(key, 4 if batched else 3)
 
 
 class PracticalState(NamedTuple):
@@ -276,15 +277,41 @@ class Comparisons(NamedTuple):
     """How many comparisons were added past the capacity and lost: 0 while none were."""
     return jnp.maximum(self.count - self.x.shape[0], 0)
 
+  def minibatch(self, key: chex.PRNGKey, size: int) -> Batch:
+    """`size` rows drawn uniformly with replacement from the m rows the likelihood can weigh
+    (the filled ones, within the window of a windowed one), each weighted by its `weights` ×
+    m/size: Σ_i w_i f(row_i) over the batch is an unbiased estimate of the sum over the buffer."""
+    n = jnp.minimum(self.count, self.x.shape[0])
+    window = None if self.forget is None else self.forget.window
+    low = 0 if window is None else jnp.clip(self.count - window, 0, n)
+    m = n - low
+    rows = low + jax.random.randint(key, (size,), 0, jnp.maximum(m, 1))
+    weights = self.weights().astype(jnp.float32)[rows] * (m.astype(jnp.float32) / size)
+    return Batch(self.x[rows], self.winner[rows], self.loser[rows], weights)
 
-def dpo_loss_buffer(log_pi: chex.Array, log_ref: chex.Array, data: Comparisons,
+
+class Batch(NamedTuple):
+  """Rows of a `Comparisons` buffer drawn for one optimiser step (`Comparisons.minibatch`):
+  prompts, winners and losers as the buffer holds them, and each row's weight in the estimate
+  `w`, (B,) float32."""
+  x: chex.Array
+  winner: chex.Array
+  loser: chex.Array
+  w: chex.Array
+
+  def weights(self) -> chex.Array:
+    """The rows' weights, (B,) (as `Comparisons.weights`)."""
+    return self.w
+
+
+def dpo_loss_buffer(log_pi: chex.Array, log_ref: chex.Array, data: Comparisons | Batch,
                     beta) -> chex.Array:
   """DPO(θ; D) of `dpo_loss` from the comparisons one by one: O(T) given the rows.
 
   Args:
     log_pi, log_ref: log π_θ and log π_ref at the buffer's prompts `data.x`, (T, A).
     data: the comparisons (`Comparisons`, capacity T; unfilled rows are masked, and with a
-      forgetting likelihood each row weighs its `Comparisons.weights`).
+      forgetting likelihood each row weighs its `Comparisons.weights`), or a `Batch` of them.
   Returns:
     scalar ≥ 0: Σ_i −log σ(r_θ(x_i, a+_i) − r_θ(x_i, a−_i)) over the filled rows.
   """
@@ -304,6 +331,12 @@ def dpo_loss_pairs(log_pi_winner: chex.Array, log_ref_winner: chex.Array,
   `Policy.log_probs_of` computes only these, as a language-model trainer does)."""
   margin = (implicit_reward(log_pi_winner, log_ref_winner, beta)
             - implicit_reward(log_pi_loser, log_ref_loser, beta))
+  return dpo_loss_margins(margin, weights)
+
+
+def dpo_loss_margins(margin: chex.Array, weights: chex.Array) -> chex.Array:
+  """Σ_i −log σ(margin_i) over the rows where `weights` (bool) is True, or the w_i-weighted
+  sum for float `weights`; margin_i = r_θ(x_i, a+_i) − r_θ(x_i, a−_i), both (T,)."""
   if weights.dtype == jnp.bool_:
     return -jnp.sum(jnp.where(weights, jax.nn.log_sigmoid(margin), 0.0))
   return -jnp.sum(weights * jax.nn.log_sigmoid(margin))
@@ -332,7 +365,7 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "ta
          optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
          cal_samples: int | None = 0, clip: bool = False, pi_init=None, pi_prev_init=None,
          pi_cal=None, l2=L2, data: str = "auto", cal_prompts: int | None = None, discount=1.0,
-         window: int | None = None) -> Agent:
+         window: int | None = None, batch_size: int | None = None) -> Agent:
   """The DPO-form agent of the scheme table's row `scheme` ("practical/<scheme>"): a1 and a2
   from the row's policies, `train_steps` optax steps on L(θ) of the row's π_cal and α_t per
   round (`greedy`: online DPO, TRL's OnlineDPO; `xpo`: TRL's XPOTrainer, whose `alpha` is
@@ -362,6 +395,10 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "ta
       that drift (`rbx.rlhf.forgetting`): NS-DPO and SW-DPO, with any scheme's bonus. The win
       counts decay by γ each round; a window needs the buffer ("counts" is refused, "auto"
       takes the buffer).
+    batch_size: None (the default) for the DPO term over the whole D^(t), as (3.2a); B ≥ 1
+      for minibatch steps: each optimiser step's DPO term is an unbiased estimate of it from
+      B comparisons drawn uniformly with replacement (`Comparisons.minibatch`), O(B) a step
+      instead of O(T) (needs the buffer: "counts" is refused, "auto" takes the buffer).
   """
   make_policy = policies.POLICIES[_checks.choice("policy", policy, policies.POLICIES)]
   if policy == "loglinear" and pi_init is not None:
@@ -369,7 +406,27 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str = "ta
   pol = make_policy(pi_init) if policy == "tabular" else make_policy()
   return build(agent_name(CLASS_NAME, scheme), scheme, pol, alpha, cal_samples, optimizer,
                learning_rate, train_steps, clip, pi_prev_init, pi_cal, l2, data, cal_prompts,
-               discount, window)
+               discount, window, batch_size)
+
+
+def check_batch_size(batch_size, data) -> bool:
+  """Whether the DPO term is estimated on minibatches; ValueError naming batch_size (not an
+  integer ≥ 1) or data ("counts": win counts have no rows to draw)."""
+  if batch_size is None:
+    return False
+  _checks.positive_int("batch_size", batch_size)
+  if data == "counts":
+    raise ValueError(f"batch_size={batch_size} draws comparisons from the buffer; win counts "
+                     "(data='counts') have no rows to draw: use data='buffer' or 'auto'")
+  return True
+
+
+def row_keys(key: chex.PRNGKey, batch_size, train_steps: int) -> chex.Array | None:
+  """The optimiser steps' keys for their minibatches, (train_steps,), from the round's own
+  (`_keys`); None without minibatches."""
+  if batch_size is None:
+    return None
+  return jax.random.split(_keys(key, True)[3], train_steps)
 
 
 DATA = ("auto", "counts", "buffer")
@@ -379,7 +436,7 @@ DATA = ("auto", "counts", "buffer")
 
 def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples, optimizer,
           learning_rate, train_steps, clip, pi_prev_init, pi_cal, l2, data,
-          cal_prompts, discount=1.0, window=None) -> Agent:
+          cal_prompts, discount=1.0, window=None, batch_size=None) -> Agent:
   """The agent `name` of the row `scheme_name` on the policy `pol`; the other arguments as `make`.
   A policy with its own sampler (`Policy.sample`: the autoregressive policies of
   `rbx.rlhf.learners.sequence`, by ancestral sampling) draws the answers, and the bonus's draws
@@ -409,6 +466,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     raise ValueError(f"window={window} needs the comparisons one by one: win counts cannot "
                      f"forget the oldest comparison in the window (use data='buffer' or 'auto'; "
                      f"a discount alone decays the counts)")
+  batched = check_batch_size(batch_size, data)
   if cal_prompts is not None:
     _checks.positive_int("cal_prompts", cal_prompts)
     if cal_samples is not None:
@@ -437,7 +495,8 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     log_prev = log_pi if pi_prev_init is None else jnp.log(
         jnp.broadcast_to(jnp.asarray(pi_prev_init, jnp.float32), task.pi_ref.shape))
     X, A = task.pi_ref.shape
-    counts = data == "counts" or (data == "auto" and horizon >= X and window is None)
+    counts = data == "counts" or (data == "auto" and horizon >= X and window is None
+                                  and not batched)
     if drawn:                       # the comparisons' feature differences (module docstring)
       comparisons = LinearData(jnp.zeros((horizon, params.shape[0])), jnp.zeros((), jnp.int32),
                                forget)
@@ -455,7 +514,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
       raise ValueError(f"{name} on generated contexts needs policy='loglinear' (π_θ over φ(s, a), "
                        f"which the environment evaluates at any context), got policy={pol.name!r}")
     for field, value, ok in (("clip", clip, False), ("data", data, "auto"),
-                             ("pi_prev_init", pi_prev_init, None)):
+                             ("pi_prev_init", pi_prev_init, None), ("batch_size", batch_size, None)):
       if value != ok and not (field == "data" and value == "buffer"):
         raise ValueError(f"{field}={value!r} is for a finite prompt set: on generated contexts "
                          f"{name} keeps the comparisons' feature differences and π^(0) = π_ref "
@@ -487,10 +546,10 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
 
   def act(key, state: PracticalState, obs: Prompt | generated.Context, task):
     if own:
-      a1, a2 = schemes.draw(_keys(key)[:2], scheme, samplers(state, obs, task))
+      a1, a2 = schemes.draw(_keys(key, batched)[:2], scheme, samplers(state, obs, task))
     else:
       local, obs_, at = at_round(state, obs, task)
-      a1, a2 = schemes.answers_of_row(_keys(key)[:2], state.scheme, {
+      a1, a2 = schemes.answers_of_row(_keys(key, batched)[:2], state.scheme, {
           "previous": local.log_pi_prev[obs_.x], "current": local.log_pi[obs_.x],
           "reference": jnp.log(at.pi_ref[obs_.x]), "calibration": log_fixed_cal(at, obs_.x)})
     drawn = isinstance(obs, generated.Context)
@@ -515,7 +574,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     if not scheme.bonus:                           # α ≡ 0: the bonus at no prompt
       return jnp.zeros(0, jnp.int32), jnp.zeros((0, A)), jnp.zeros(0)
     if cal_prompts is not None:                    # k prompts from ρ, exact over the answers
-      xs = jax.random.categorical(_keys(key)[2], jnp.log(task.rho), shape=(cal_prompts,))
+      xs = jax.random.categorical(_keys(key, batched)[2], jnp.log(task.rho), shape=(cal_prompts,))
       return xs, jnp.exp(log_cal(xs)), jnp.full(cal_prompts, 1.0 / cal_prompts)
     if cal_samples is None:
       return None, jnp.exp(log_cal()), task.rho
@@ -523,9 +582,9 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
       draws = query.a2[None]                       # the round's answer drawn from π_cal
     elif own and scheme.calibration != "fixed":    # π^(t) or π_ref, sampled by the policy
       draws = jax.vmap(samplers(state, obs, task)[scheme.calibration])(
-          jax.random.split(_keys(key)[2], cal_samples))
+          jax.random.split(_keys(key, batched)[2], cal_samples))
     else:
-      draws = jax.random.categorical(_keys(key)[2], log_cal(obs.x), shape=(cal_samples,))
+      draws = jax.random.categorical(_keys(key, batched)[2], log_cal(obs.x), shape=(cal_samples,))
     return obs.x[None], jnp.mean(jax.nn.one_hot(draws, A), axis=0)[None], jnp.ones(1)
 
   def update(key, state: PracticalState, obs: Prompt | generated.Context, query: Query, a1_wins,
@@ -553,7 +612,7 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
     bonus_ref = bonus_ref if xs is None else bonus_ref[xs]
     theta_ref = pol.reference(task)
 
-    def objective(params):
+    def objective(params, rows_key):
       prior = 0.5 * l2 * jnp.sum(jnp.square(params - theta_ref))
       if drawn:           # log-linear: r_θ(s, a+) − r_θ(s, a−) = θᵀz, z the features' difference
         dpo = -comparisons.log_likelihood(params)
@@ -563,24 +622,26 @@ def build(name: str, scheme_name: str, pol: policies.Policy, alpha, cal_samples,
         dpo = dpo_loss(log_pi, log_ref, comparisons, task.beta)
         bonus_pi = log_pi if xs is None else log_pi[xs]
       else:                                        # only the prompts the terms read
+        rows = comparisons if rows_key is None else comparisons.minibatch(rows_key, batch_size)
         if pol.log_probs_of is not None and not clip:   # and only the answers compared
-          x, (w, l) = comparisons.x, (comparisons.winner, comparisons.loser)
+          x, (w, l) = rows.x, (rows.winner, rows.loser)
           dpo = dpo_loss_pairs(pol.log_probs_of(params, task, x, w), log_ref[x, w],
                                pol.log_probs_of(params, task, x, l), log_ref[x, l],
-                               comparisons.weights(), task.beta)
+                               rows.weights(), task.beta)
         else:
-          dpo = dpo_loss_buffer(deployed(params, task, comparisons.x), log_ref[comparisons.x],
-                                comparisons, task.beta)
+          dpo = dpo_loss_buffer(deployed(params, task, rows.x), log_ref[rows.x], rows,
+                                task.beta)
         bonus_pi = deployed(params, task, xs)
       return loss(dpo, bonus_pi, bonus_ref, task.beta, alpha_t, cal, weights) + prior
 
-    def step(carry, _):
+    def step(carry, rows_key):
       params, opt_state = carry
-      grads = jax.grad(objective)(params)
+      grads = jax.grad(objective)(params, rows_key)
       updates, opt_state = opt.update(grads, opt_state, params)
       return (optax.apply_updates(params, updates), opt_state), None
 
-    (params, opt_state), _ = jax.lax.scan(step, (state.params, state.opt_state), None,
+    (params, opt_state), _ = jax.lax.scan(step, (state.params, state.opt_state),
+                                          row_keys(key, batch_size, train_steps),
                                           length=train_steps)
     return PracticalState(params=params, opt_state=opt_state, data=comparisons,
                           log_pi=deployed(params, task), log_pi_prev=state.log_pi, t=state.t + 1,
@@ -601,6 +662,8 @@ PARAMS = {
     "data": reg.string(DATA, doc="the DPO term: win counts (|X| A² a step) or a buffer "
                        "of the comparisons (the horizon's, at their prompts only); auto: the "
                        "counts where the horizon T >= |X| (and no window), else the buffer"),
+    "batch_size": reg.integer(1, optional=True, doc="the DPO term on B comparisons drawn from "
+                              "the buffer each optimiser step (default: all of them)"),
     **FORGETTING}
 CAL_SAMPLES = {"cal_samples": reg.integer(0, optional=True,
                                           doc="draws estimating E_{π_cal} (0: the round's)"),

@@ -293,7 +293,8 @@ class TokenState(NamedTuple):
 
 
 def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, optimizer,
-                learning_rate, train_steps, pi_cal, l2, data, cal_prompts) -> Agent:
+                learning_rate, train_steps, pi_cal, l2, data, cal_prompts,
+                batch_size=None) -> Agent:
   """The agent of row `scheme_name` on the Markov policy `pol` over answers as tokens: the
   DPO-form loss of `rbx.rlhf.learners.practical` with the log-probabilities of whole answers as
   sums of the conditionals along their tokens (`markov.along`), nothing of size V^L.
@@ -301,8 +302,10 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
   * answers by ancestral sampling (`sample_tokens`) from θ^(t−1), θ^(t) or π_ref, as the row
     says; the deployed policy is θ^(t)'s conditionals (X, L, V+1, V) (`Query.log_pi`), which the
     environment scores exactly (`rbx.rlhf.tokens.TokenEnv.feedback`);
-  * the DPO term over the buffer of comparisons (the horizon's), each answer's log π_θ a sum
-    along its tokens of the L next-token rows it reads (`log_probs_of_tokens`);
+  * the DPO term over the buffer of comparisons (the horizon's), or with `batch_size` B its
+    unbiased estimate from B of them drawn each optimiser step (`practical.Comparisons.
+    minibatch`), each answer's log π_θ a sum along its tokens of the L next-token rows it reads
+    (`log_probs_of_tokens`);
   * the bonus's E_{a∼π_cal}[log π_θ/π_ref]: by the round's a2 (`cal_samples=0`), k fresh draws
     (`cal_samples=k`), or exactly by a forward pass over π_cal's marginals of the previous
     token (`cal_samples=None`: `markov.expectation`, every prompt weighted by ρ, or
@@ -311,6 +314,7 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
   scheme = schemes.get(scheme_name)
   schedule = schemes.alpha_schedule(scheme, alpha)
   opt = practical.OPTIMIZERS[optimizer](learning_rate)
+  batched = practical.check_batch_size(batch_size, data)
 
   def check(task):
     if pol.next_token is None:
@@ -341,7 +345,7 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
             "reference": reference, "calibration": reference}
 
   def act(key, state: TokenState, obs, task):
-    a1, a2 = schemes.draw(practical._keys(key)[:2], scheme, samplers(state, obs, task))
+    a1, a2 = schemes.draw(practical._keys(key, batched)[:2], scheme, samplers(state, obs, task))
     return state, Query(a1, a2, every_conditional(pol, state.params, task))
 
   def calibration(key, state, obs, query, task):
@@ -354,7 +358,7 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
     current = lambda xs: every_conditional(pol, state.params, task, xs)
     if cal_samples is None:
       xs = (None if cal_prompts is None else jax.random.categorical(
-          practical._keys(key)[2], jnp.log(task.rho), shape=(cal_prompts,)))
+          practical._keys(key, batched)[2], jnp.log(task.rho), shape=(cal_prompts,)))
       weights = task.rho if xs is None else jnp.full(cal_prompts, 1.0 / cal_prompts)
       table = current(xs) if log_cal is None else (log_cal if xs is None else log_cal[xs])
       return xs, None, weights, table
@@ -363,14 +367,13 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
     else:
       source = "current" if scheme.calibration == "current" else "reference"
       draws = jax.vmap(samplers(state, obs, task)[source])(
-          jax.random.split(practical._keys(key)[2], cal_samples))
+          jax.random.split(practical._keys(key, batched)[2], cal_samples))
     return obs.x[None], draws[None], jnp.ones(1), None
 
   def update(key, state: TokenState, obs, query: Query, a1_wins, task) -> TokenState:
     data = state.data.add(obs.x, jnp.where(a1_wins, query.a1, query.a2),
                           jnp.where(a1_wins, query.a2, query.a1))
     alpha_t = schedule(state.t)
-    capacity = data.x.shape[0]
     log_ref = task.ref_log_probs
     if scheme.bonus:
       xs, draws, weights, log_cal = calibration(key, state, obs, query, task)
@@ -381,11 +384,12 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
       return (log_probs_of_tokens(pol, params, task, xs, tokens)
               - along(log_ref, xs, tokens))
 
-    def objective(params):
-      both = log_ratios(params, jnp.concatenate([data.x, data.x]),
-                        jnp.concatenate([data.winner, data.loser]))
-      margin = task.beta * (both[:capacity] - both[capacity:])
-      dpo = -jnp.sum(jnp.where(data.mask(), jax.nn.log_sigmoid(margin), 0.0))
+    def objective(params, rows_key):
+      rows = data if rows_key is None else data.minibatch(rows_key, batch_size)
+      n = rows.x.shape[0]
+      both = log_ratios(params, jnp.concatenate([rows.x, rows.x]),
+                        jnp.concatenate([rows.winner, rows.loser]))
+      dpo = practical.dpo_loss_margins(task.beta * (both[:n] - both[n:]), rows.weights())
       prior = 0.5 * l2 * jnp.sum(jnp.square(params - theta_ref))
       if not scheme.bonus:
         return dpo + prior
@@ -400,13 +404,14 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
       # L(θ) = DPO − α J*(r_θ; π_cal), J* = −β E_ρ E_{π_cal}[log π_θ/π_ref] (practical.loss)
       return dpo + alpha_t * task.beta * jnp.dot(weights, ratio) + prior
 
-    def step(carry, _):
+    def step(carry, rows_key):
       params, opt_state = carry
-      updates, opt_state = opt.update(jax.grad(objective)(params), opt_state, params)
+      updates, opt_state = opt.update(jax.grad(objective)(params, rows_key), opt_state, params)
       return (optax.apply_updates(params, updates), opt_state), None
 
-    (params, opt_state), _ = jax.lax.scan(step, (state.params, state.opt_state), None,
-                                          length=train_steps)
+    (params, opt_state), _ = jax.lax.scan(
+        step, (state.params, state.opt_state),
+        practical.row_keys(key, batch_size, train_steps), length=train_steps)
     return TokenState(params, opt_state, state.params, data, state.t + 1)
 
   return Agent(name, init, act, update)
@@ -415,7 +420,8 @@ def token_agent(name: str, scheme_name: str, pol: Policy, alpha, cal_samples, op
 def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str | None = None,
          optimizer: str = "adam", learning_rate=0.1, train_steps: int = 20,
          cal_samples: int | None = 0, pi_cal=None, l2=practical.L2, data: str = "buffer",
-         cal_prompts: int | None = None, hidden: int | None = None) -> Agent:
+         cal_prompts: int | None = None, hidden: int | None = None,
+         batch_size: int | None = None) -> Agent:
   """The agent of the scheme table's row `scheme` on an autoregressive policy
   ("sequence/<scheme>"): answers by ancestral sampling (θ^(t−1) kept in the state where
   a1 ~ π^(t−1)), the loss of `rbx.rlhf.learners.practical.make` on whole answers. On a
@@ -432,7 +438,7 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str | Non
     pi_cal: the fixed calibration policy over whole answers (rows with one; default the
       task's, π_ref), its draws from the enumeration (enumerated answers only).
     hidden: the neural policy's width (policy="neural" only; default `HIDDEN`).
-    alpha, optimizer, learning_rate, train_steps, cal_samples, l2, cal_prompts: as
+    alpha, optimizer, learning_rate, train_steps, cal_samples, l2, cal_prompts, batch_size: as
       `rbx.rlhf.learners.practical.make`.
   """
   if policy is not None:
@@ -445,9 +451,9 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str | Non
   name = agent_name(CLASS_NAME, scheme)
   enumerated = practical.build(name, scheme, made(policy or "tabular"), alpha, cal_samples,
                                optimizer, learning_rate, train_steps, False, None, pi_cal, l2,
-                               data, cal_prompts)
+                               data, cal_prompts, batch_size=batch_size)
   tokens = token_agent(name, scheme, made(policy or "loglinear"), alpha, cal_samples, optimizer,
-                       learning_rate, train_steps, pi_cal, l2, data, cal_prompts)
+                       learning_rate, train_steps, pi_cal, l2, data, cal_prompts, batch_size)
   on = lambda task: tokens if isinstance(task, TokenTask) else enumerated
   return Agent(name, lambda key, task, horizon: on(task).init(key, task, horizon),
                lambda key, state, obs, task: on(task).act(key, state, obs, task),
@@ -457,7 +463,8 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, policy: str | Non
 
 CLASS_NAME = "sequence"
 PARAMS = {
-    **{k: practical.PARAMS[k] for k in ("optimizer", "learning_rate", "train_steps", "l2", "data")},
+    **{k: practical.PARAMS[k] for k in ("optimizer", "learning_rate", "train_steps", "l2", "data",
+                                        "batch_size")},
     "policy": reg.string(POLICIES, doc="the autoregressive policy (rbx.rlhf.learners.sequence; "
                          "default tabular on enumerated answers, loglinear on tokens)"),
     "hidden": reg.integer(1, optional=True, doc="the neural policy's width")}
