@@ -59,16 +59,19 @@ class Cells:
       saved = {k: f[k] for k in f.files}
     return saved if json.loads(str(saved["settings"])) == settings else None
 
-  def compute(self, cell, settings: dict, env, agent, seeds: list[int], steps: int) -> dict:
+  def compute(self, cell, settings: dict, env, agent, seeds: list[int], steps: int,
+              last: tuple[str, ...] = ()) -> dict:
     """Runs one cell and saves it: per seed R(T) and the tail's regret over π_ref's
-    (`learned`); per step the sum and the sum of squares of the regret over the seeds (blocks
-    combine); the wall time."""
+    (`learned`), and the last step's value of each metric named in `last` (`last_<name>`);
+    per step the sum and the sum of squares of the regret over the seeds (blocks combine);
+    the wall time."""
     start = time.time()
     res = rlhf.sweep(lambda: (env, agent), {}, seeds=seeds, steps=steps, progress=False)
     regret = np.asarray(res.regret, np.float64)
     saved = {"finals": regret.sum(-1), "learned": learned(regret), "sum": regret.sum(0),
              "squares": (regret ** 2).sum(0), "seconds": np.float64(time.time() - start),
-             "settings": np.asarray(json.dumps(settings)), "revision": np.asarray(revision.head())}
+             "settings": np.asarray(json.dumps(settings)), "revision": np.asarray(revision.head()),
+             **{f"last_{m}": np.asarray(res.metric(m).regret)[..., -1] for m in last}}
     self.directory.mkdir(parents=True, exist_ok=True)
     tmp = self.path(cell).with_suffix(".tmp.npz")
     np.savez(tmp, **saved)
@@ -85,8 +88,9 @@ def combine(blocks: list[dict]) -> dict:
   total, squares = sum(b["sum"] for b in blocks), sum(b["squares"] for b in blocks)
   mean = total / n
   sd = np.sqrt(np.maximum(squares - n * mean ** 2, 0.0) / max(n - 1, 1))
+  lasts = {k: np.concatenate([b[k] for b in blocks]) for k in blocks[0] if k.startswith("last_")}
   return {"finals": np.concatenate([b["finals"] for b in blocks]),
-          "learned": np.concatenate([b["learned"] for b in blocks]), "mean": mean,
+          "learned": np.concatenate([b["learned"] for b in blocks]), "mean": mean, **lasts,
           "half": stats.t_quantile(0.975, max(n - 1, 1)) * sd / np.sqrt(n),
           "seconds": sum(float(b["seconds"]) for b in blocks),
           "revisions": [str(b["revision"]) if "revision" in b else UNRECORDED for b in blocks]}

@@ -1,0 +1,204 @@
+"""Regret against the answer length L on Example 2 over sequences: is exploration exponentially
+hard in L, and does optimism at the α the theory sets change that?
+
+The instance is `hard_sequences` at |X| = 1, V = 2: r*(x, y) = (r_max/L)·#{l : y_l = y*_l},
+π_ref gives each of y*'s tokens mass ε, so π_ref(y*|x) = ε^L (Example 2's 1/κ); r_max = 2L
+(a token's share of the reward fixed), d = 8, β = 0.25, `key(0)`, answers as token arrays
+(`rbx.rlhf.tokens`, exact regret by recursion). Online DPO (no bonus: the control) and XPO,
+VPO and Algorithm 1 at three α's: 1 (constant); Theorem 1's floor A log T (A = V^L, constant);
+and Proposition 3's α_t with the instance's own Assumption-1 κ = ((1 − ε)/ε)^L (τ = 1, V = 2:
+π_ref's odds of the worst answer against y*; `rbx.rlhf.assumptions.kappa` gives the same where
+the answer pairs enumerate, a test). The log-linear policy (θ ∈ R^d shared by every position)
+at every L, the prefix-table policy (one logit per prefix, nothing shared) where V^L ≤ 256.
+T = 1,000; seeds in blocks of 64, every block a saved cell (`CELLS`: the job resumes).
+
+    python -m benchmarks.reproduction.length --estimate          # CPU-hours, measured here
+    python -m benchmarks.reproduction.length --blocks 0          # block 0's missing cells
+    python -m benchmarks.reproduction.length --report OUT.md     # tables from the cells present
+
+The report: per (policy, ε, L) and agent, R(T) (mean, median [10%, 90%]), the fraction of seeds
+that have not found y* (π^(T)(y*|x) < 1/2, the `p_best` metric at T), and R(T) − online DPO's
+paired over common seeds with 95% t intervals and Holm's correction over every comparison.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+
+import jax
+import numpy as np
+
+from benchmarks import ROOT, timing
+from benchmarks.reproduction import powered
+from rbx import rlhf, schedules
+from rbx.core import stats
+from rbx.rlhf import sequences
+
+DIM, BETA, REWARD_PER_TOKEN, VOCAB, PROMPTS = 8, 0.25, 2.0, 2, 1
+AGENTS = ("sequence_dpo", "sequence_xpo", "sequence_vpo", "sequence_algorithm1")
+CONTROL = "sequence_dpo"
+ALPHAS = ("1", "floor", "proposition3")
+"""α = 1; Theorem 1's floor A log T; Proposition 3's α_t with the instance's κ."""
+CELLS = powered.Cells(ROOT / "benchmarks" / "results" / "reproduction" / "length_cells",
+                      "length", "{}_eps{}_L{}_{}_alpha{}_{}.npz")
+"""(policy, ε, L, agent, α, seed block) -> its saved cell."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+  """The experiment's sizes."""
+  lengths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)    # at ε = `epsilon`
+  epsilon: float = 0.02
+  epsilons: tuple[float, ...] = (0.1, 0.3)                # beside it, at L = `at_length`
+  at_length: int = 8
+  tabular: int = 256                  # the prefix table where V^L ≤ this many answers
+  steps: int = 1000
+  block: int = 64
+  blocks: int = 4                     # 256 seeds
+
+
+DESIGN = Design()
+
+
+def env(epsilon: float, L: int, policy: str = "loglinear"):
+  """The hard instance at ε and L (module docstring): answers as token arrays for the
+  log-linear policy, enumerated for the prefix table."""
+  return sequences.hard_sequences(jax.random.key(0), PROMPTS, VOCAB, L, DIM, BETA,
+                                  REWARD_PER_TOKEN * L, epsilon,
+                                  enumerate=policy == "tabular")
+
+
+def kappa(epsilon: float, L: int) -> float:
+  """Assumption 1's κ of the instance at τ = 1, V = 2: ((1 − ε)/ε)^L (float64)."""
+  return ((1.0 - epsilon) / epsilon) ** L
+
+
+def alpha(kind: str, epsilon: float, L: int, steps: int):
+  """The schedule of α kind `kind` (`ALPHAS`) on the instance at ε, L and horizon `steps`."""
+  A = VOCAB ** L
+  if kind == "1":
+    return schedules.constant(1.0)
+  if kind == "floor":
+    return schedules.constant(A * math.log(steps))
+  return schedules.proposition3(A, steps, BETA, REWARD_PER_TOKEN * L, kappa(epsilon, L))
+
+
+def agent(name: str, policy: str, kind: str, epsilon: float, L: int, steps: int):
+  """The agent at its defaults (20 Adam steps of rate 0.1 a round, λ = 1, the buffer)."""
+  if name == CONTROL:
+    return rlhf.get(name, policy=policy)
+  return rlhf.get(name, policy=policy, alpha=alpha(kind, epsilon, L, steps))
+
+
+def cells(design: Design = DESIGN) -> list[tuple]:
+  """(policy, ε, L, agent, α, block) in the order computed: block by block, the cheapest
+  first (short answers, the log-linear policy before the prefix table)."""
+  points = ([(design.epsilon, L) for L in design.lengths]
+            + [(e, design.at_length) for e in design.epsilons])
+  out = []
+  for b in range(design.blocks):
+    for policy in ("loglinear", "tabular"):
+      for e, L in sorted(points, key=lambda p: (p[1], p[0])):
+        if policy == "tabular" and VOCAB ** L > design.tabular:
+          continue
+        out += [(policy, e, L, name, kind, b) for name in AGENTS
+                for kind in (("-",) if name == CONTROL else ALPHAS)]
+  return out
+
+
+def _settings(design: Design, cell) -> dict:
+  policy, e, L, name, kind, b = cell
+  return {"policy": policy, "epsilon": e, "L": L, "V": VOCAB, "X": PROMPTS, "d": DIM,
+          "beta": BETA, "r_max": REWARD_PER_TOKEN * L, "T": design.steps, "agent": name,
+          "alpha": kind, "seeds": [b * design.block, (b + 1) * design.block - 1]}
+
+
+def compute(design: Design, cell) -> dict:
+  policy, e, L, name, kind, b = cell
+  return CELLS.compute(cell, _settings(design, cell), env(e, L, policy),
+                       agent(name, policy, kind, e, L, design.steps),
+                       list(range(b * design.block, (b + 1) * design.block)), design.steps,
+                       last=("p_best",))
+
+
+def estimate(design: Design = DESIGN, budget: float = 10.0) -> list[str]:
+  """The design's CPU-hours on this machine: each (policy, L) timed for `budget` seconds of
+  running (Algorithm 1 at α = 1, one block's seeds), times its cells; printed lines."""
+  rates = {}
+  for policy, e, L, *_ in cells(dataclasses.replace(design, blocks=1)):
+    if (policy, L) not in rates:
+      instance = env(e, L, policy)
+      ag = agent("sequence_algorithm1", policy, "1", e, L, design.steps)
+      rates[policy, L] = timing.sweep(lambda: (instance, ag), {}, design.block, design.steps,
+                                      budget, chunk=50)["seed_steps_per_second"]
+  seconds = sum(design.block * design.steps / rates[c[0], c[2]] for c in cells(design))
+  lines = ["| policy | L | seed-steps/s |", "|---|---:|---:|"]
+  lines += [f"| {p} | {L} | {r:,.0f} |" for (p, L), r in sorted(rates.items())]
+  per_block = seconds / design.blocks
+  lines += ["", f"{len(cells(design))} cells ({design.blocks} blocks of {design.block} seeds, "
+            f"T = {design.steps}): {seconds / 3600:.1f} CPU-hours; one block "
+            f"{per_block / 3600:.1f} h"]
+  return lines
+
+
+def report(design: Design = DESIGN) -> list[str]:
+  """The tables from the cells present (markdown lines)."""
+  every = cells(design)
+  saved = {c: CELLS.load(c, _settings(design, c)) for c in every}
+  done = powered.gather(every, saved)
+  control = lambda c: c[:3] + (CONTROL, "-")
+  family = {}
+  for c, v in done.items():
+    if c[3] != CONTROL and control(c) in done:
+      ctrl = done[control(c)]
+      n = min(len(v["finals"]), len(ctrl["finals"]))
+      family[c] = stats.paired(v["finals"][:n], ctrl["finals"][:n])
+  family = stats.holm(family)
+  missing = [c for c in every if saved[c] is None]
+  lines = [f"{len(every) - len(missing)} of {len(every)} cells present "
+           f"({design.block} seeds a cell, T = {design.steps}); Holm over {len(family)} "
+           "comparisons.", "",
+           "| policy | ε | L | π_ref(y*) | agent | α | n | R(T) | median [10%, 90%] | "
+           "not found y* | − online DPO [95% t] | Holm p |",
+           "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+  for c in sorted(done, key=lambda c: (c[0], c[1], c[2], AGENTS.index(c[3]), c[4])):
+    v = done[c]
+    q10, med, q90 = np.quantile(v["finals"], (0.1, 0.5, 0.9))
+    stuck = float(np.mean(v["last_p_best"] < 0.5))
+    comp = family.get(c)
+    vs = "control | " if comp is None else (
+        f"{'**' if comp.separated else ''}{comp.mean:+.1f}{'**' if comp.separated else ''} "
+        f"[{comp.low:+.1f}, {comp.high:+.1f}] | {comp.p_holm:.2g}")
+    lines.append(f"| {c[0]} | {c[1]:g} | {c[2]} | {c[1] ** c[2]:.1e} | "
+                 f"{c[3].removeprefix('sequence_')} | {c[4]} | {len(v['finals'])} | "
+                 f"{v['finals'].mean():.1f} | {med:.1f} [{q10:.1f}, {q90:.1f}] | {stuck:.0%} | "
+                 f"{vs} |")
+  return lines
+
+
+def main(argv=None) -> list[str]:
+  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  p.add_argument("--estimate", action="store_true", help="print the design's CPU-hours")
+  p.add_argument("--blocks", nargs="*", type=int, help="compute these seed blocks' missing cells")
+  p.add_argument("--lengths", nargs="*", type=int, help="only these L")
+  p.add_argument("--report", help="write the tables of the cells present to this file")
+  args = p.parse_args(argv)
+  lines = []
+  if args.estimate:
+    lines += estimate()
+  if args.blocks is not None:
+    for c in cells():
+      if (c[-1] in args.blocks and (not args.lengths or c[2] in args.lengths)
+          and CELLS.load(c, _settings(DESIGN, c)) is None):
+        compute(DESIGN, c)
+  if args.report:
+    lines += report()
+    with open(args.report, "w") as f:
+      f.write("\n".join(lines) + "\n")
+  print(*lines, sep="\n")
+  return lines
+
+
+if __name__ == "__main__":
+  main()
