@@ -164,3 +164,26 @@ def test_contextual_dueling_section_on_a_tiny_row(ctx, monkeypatch):
   assert "agent − rcs" in text and "agent − rucb" in text
   assert "Holm's adjusted p over the section's 6 comparisons" in text
   assert finding.startswith("CoLSTIM, MaxInP and MaxMinLCB") and "trap: (2.6)" in finding
+
+
+def test_length_experiment_reads_the_instances_kappa_and_reports_the_cells_present(
+    monkeypatch, tmp_path):
+  from rbx.rlhf import assumptions
+  from benchmarks.reproduction import length, powered
+  # Proposition 3's κ is the instance's Assumption-1 κ (the enumerated instance at L = 3)
+  assert float(assumptions.kappa(length.env(0.02, 3, "tabular"))) == pytest.approx(
+      length.kappa(0.02, 3), rel=1e-4)
+  monkeypatch.setattr(length, "CELLS", powered.Cells(tmp_path, "length", length.CELLS.pattern))
+  design = length.Design(lengths=(2,), epsilons=(), steps=8, block=3, blocks=1, tabular=0)
+  cells = length.cells(design)
+  assert len(cells) == 10 and cells[:2] == [("loglinear", 0.02, 2, "sequence_dpo", "-", 0),
+                                            ("loglinear", 0.02, 2, "sequence_xpo", "1", 0)]
+  for c in cells[:2]:
+    length.compute(design, c)
+  lines = length.report(design)
+  assert lines[0].startswith("2 of 10 cells present") and "Holm over 1 comparisons" in lines[0]
+  rows = [line.split(" | ") for line in lines if line.startswith("| loglinear")]
+  assert [r[4] for r in rows] == ["dpo", "xpo"] and rows[0][-2] == "control"
+  assert rows[1][9].endswith("%") and "[" in rows[1][10]     # not found y*; paired interval
+  length.figure(tmp_path / "length.png", design)
+  assert (tmp_path / "length.png").stat().st_size > 10_000

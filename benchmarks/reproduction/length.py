@@ -142,11 +142,49 @@ def estimate(design: Design = DESIGN, budget: float = 10.0) -> list[str]:
   return lines
 
 
-def report(design: Design = DESIGN) -> list[str]:
-  """The tables from the cells present (markdown lines)."""
+def present(design: Design = DESIGN) -> tuple[list, dict]:
+  """(the design's cells not saved, (cell without its block) -> its saved blocks combined)."""
   every = cells(design)
   saved = {c: CELLS.load(c, _settings(design, c)) for c in every}
-  done = powered.gather(every, saved)
+  return [c for c in every if saved[c] is None], powered.gather(every, saved)
+
+
+def figure(path, design: Design = DESIGN) -> None:
+  """R(T)/L against L at ε = `design.epsilon` (mean and 95% t interval over seeds), a panel a
+  policy, a line per agent and α; and the fraction of seeds that have not found y*."""
+  from matplotlib.figure import Figure
+  _, done = present(design)
+  fig = Figure(figsize=(10, 6.4))
+  axes = fig.subplots(2, 2, sharex=True)
+  styles = {"-": "-.", "1": "-", "floor": "--", "proposition3": ":"}
+  for col, policy in enumerate(("loglinear", "tabular")):
+    for name in AGENTS:
+      for kind in styles:
+        pts = sorted((c[2], v) for c, v in done.items()
+                     if c[:2] == (policy, design.epsilon) and c[3:] == (name, kind))
+        if not pts:
+          continue
+        L = np.array([p[0] for p in pts])
+        m, h = np.array([powered.interval(p[1]["finals"]) for p in pts]).T
+        colour = powered.SCHEME_COLOURS[name.split("_")[-1]]
+        label = name.removeprefix("sequence_") + ("" if kind == "-" else f", α {kind}")
+        axes[0, col].errorbar(L, m / L, yerr=h / L, fmt="o" + styles[kind], color=colour,
+                              ms=3, capsize=2, label=label)
+        axes[1, col].plot(L, [np.mean(p[1]["last_p_best"] < 0.5) for p in pts],
+                          "o" + styles[kind], color=colour, ms=3)
+    axes[0, col].set_title(f"{policy}, ε = {design.epsilon:g}, |X| = {PROMPTS}, V = {VOCAB}",
+                           fontsize=9)
+    axes[1, col].set_xlabel("length L (π_ref(y*) = ε^L)")
+    axes[1, col].set_xscale("log", base=2)
+  axes[0, 0].set_ylabel("R(T) / L")
+  axes[1, 0].set_ylabel("seeds not finding y* at T")
+  axes[0, 0].legend(fontsize=6, ncol=2)
+  fig.savefig(path, dpi=100, bbox_inches="tight")
+
+
+def report(design: Design = DESIGN) -> list[str]:
+  """The tables from the cells present (markdown lines)."""
+  missing, done = present(design)
   control = lambda c: c[:3] + (CONTROL, "-")
   family = {}
   for c, v in done.items():
@@ -155,8 +193,8 @@ def report(design: Design = DESIGN) -> list[str]:
       n = min(len(v["finals"]), len(ctrl["finals"]))
       family[c] = stats.paired(v["finals"][:n], ctrl["finals"][:n])
   family = stats.holm(family)
-  missing = [c for c in every if saved[c] is None]
-  lines = [f"{len(every) - len(missing)} of {len(every)} cells present "
+  every = len(cells(design))
+  lines = [f"{every - len(missing)} of {every} cells present "
            f"({design.block} seeds a cell, T = {design.steps}); Holm over {len(family)} "
            "comparisons.", "",
            "| policy | ε | L | π_ref(y*) | agent | α | n | R(T) | median [10%, 90%] | "
@@ -167,7 +205,7 @@ def report(design: Design = DESIGN) -> list[str]:
     q10, med, q90 = np.quantile(v["finals"], (0.1, 0.5, 0.9))
     stuck = float(np.mean(v["last_p_best"] < 0.5))
     comp = family.get(c)
-    vs = "control | " if comp is None else (
+    vs = ("control | " if c[3] == CONTROL else "— | ") if comp is None else (
         f"{'**' if comp.separated else ''}{comp.mean:+.1f}{'**' if comp.separated else ''} "
         f"[{comp.low:+.1f}, {comp.high:+.1f}] | {comp.p_holm:.2g}")
     lines.append(f"| {c[0]} | {c[1]:g} | {c[2]} | {c[1] ** c[2]:.1e} | "
@@ -183,6 +221,7 @@ def main(argv=None) -> list[str]:
   p.add_argument("--blocks", nargs="*", type=int, help="compute these seed blocks' missing cells")
   p.add_argument("--lengths", nargs="*", type=int, help="only these L")
   p.add_argument("--report", help="write the tables of the cells present to this file")
+  p.add_argument("--figure", help="draw R(T)/L against L from the cells present to this file")
   args = p.parse_args(argv)
   lines = []
   if args.estimate:
@@ -192,6 +231,8 @@ def main(argv=None) -> list[str]:
       if (c[-1] in args.blocks and (not args.lengths or c[2] in args.lengths)
           and CELLS.load(c, _settings(DESIGN, c)) is None):
         compute(DESIGN, c)
+  if args.figure:
+    figure(args.figure)
   if args.report:
     lines += report()
     with open(args.report, "w") as f:
