@@ -45,6 +45,7 @@ class Param:
     static: looped over in Python (one program per value) rather than traced; reals are
       traced unless declared static, every other kind is static.
     low, high: the allowed range of a number (inclusive), or None.
+    open_low: `low` itself is excluded (a rate in (0, 1]).
     choices: the allowed values of a string, or None.
     optional: None is allowed (e.g. "no minibatches").
     doc: one line for messages and the README.
@@ -56,6 +57,7 @@ class Param:
   choices: tuple[str, ...] | None = None
   optional: bool = False
   doc: str = ""
+  open_low: bool = False
 
   def __post_init__(self):
     _checks.choice("kind", self.kind, KINDS)
@@ -85,16 +87,20 @@ class Param:
       _checks.choice(field, value, self.choices)
     if self.kind in (REAL, INT) and not callable(value) and _checks.is_concrete(value):
       v = np.asarray(value, dtype=float)
-      if ((self.low is not None and (v < self.low).any())
-          or (self.high is not None and (v > self.high).any())):
-        raise ValueError(f"{field} must lie in [{_bound(self.low, '-inf')}, "
-                         f"{_bound(self.high, 'inf')}], got {value!r}")
+      below = self.low is not None and ((v <= self.low) if self.open_low else (v < self.low)).any()
+      if below or (self.high is not None and (v > self.high).any()):
+        raise ValueError(f"{field} must lie in {self.range_text()}, got {value!r}")
     return value
 
+  def range_text(self) -> str:
+    """The allowed range as an interval: "[0, 1]", "(0, 1]", "[1, inf]"."""
+    return (f"{'(' if self.open_low else '['}{_bound(self.low, '-inf')}, "
+            f"{_bound(self.high, 'inf')}]")
 
-def real(low=None, high=None, doc="", static=False) -> Param:
-  """A real scalar, traced (swept in one program) unless `static`."""
-  return Param(REAL, static, low, high, doc=doc)
+
+def real(low=None, high=None, doc="", static=False, open_low=False) -> Param:
+  """A real scalar, traced (swept in one program) unless `static`; `open_low` excludes `low`."""
+  return Param(REAL, static, low, high, doc=doc, open_low=open_low)
 
 
 def integer(low=None, high=None, doc="", optional=False) -> Param:

@@ -90,7 +90,7 @@ def forgetting(discount=1.0, window: int | None = None) -> Forgetting | None:
 
 
 FORGETTING = {
-    "discount": reg.real(low=0.0, high=1.0,
+    "discount": reg.real(low=0.0, high=1.0, open_low=True,
                          doc="γ ∈ (0, 1]: the likelihood weighs a comparison t − s rounds old "
                              "by γ^(t−s) (1: no discount; rbx.rlhf.forgetting)"),
     "window": reg.integer(1, optional=True,

@@ -81,14 +81,15 @@ def _row(key: str, kind: str, default: str, doc: str) -> str:
 
 
 def _kind(p: Param) -> str:
-  """"real in [0, 1]", "integer ≥ 1", "string: "a", "b"", "real ≥ 0, static"."""
+  """"real in [0, 1]", "real in (0, 1]", "integer ≥ 1", "string: "a", "b"", "real ≥ 0,
+  static"."""
   text = _KINDS[p.kind]
   if p.choices is not None:
     text += ": " + ", ".join(f'"{c}"' for c in p.choices)
   if p.low is not None and p.high is not None:
-    text += f" in [{p.low:g}, {p.high:g}]"
+    text += f" in {p.range_text()}"
   elif p.low is not None:
-    text += f" ≥ {p.low:g}"
+    text += f" {'>' if p.open_low else '≥'} {p.low:g}"
   elif p.high is not None:
     text += f" ≤ {p.high:g}"
   if p.optional:

@@ -202,8 +202,8 @@ def test_win_counts_decay_as_the_buffer_discounts():
 
 
 @pytest.mark.parametrize("agent, kw, match", [
-    ("linear/xpo", {"discount": 0.0}, r"discount must be a number in \(0, 1\]"),
-    ("linear/xpo", {"discount": 1.5}, r"discount must lie in \[0, 1\]"),
+    ("linear/xpo", {"discount": 0.0}, r"discount must lie in \(0, 1\]"),
+    ("linear/xpo", {"discount": 1.5}, r"discount must lie in \(0, 1\]"),
     ("practical/greedy", {"discount": float("nan")}, "discount"),
     ("linear/algorithm1", {"window": 0}, r"window must lie in \[1, inf\]"),
     ("practical/xpo", {"window": 2.5}, "window must be an integer"),
