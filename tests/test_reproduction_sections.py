@@ -185,5 +185,8 @@ def test_length_experiment_reads_the_instances_kappa_and_reports_the_cells_prese
   rows = [line.split(" | ") for line in lines if line.startswith("| loglinear")]
   assert [r[4] for r in rows] == ["dpo", "xpo"] and rows[0][-2] == "control"
   assert rows[1][9].endswith("%") and "[" in rows[1][10]     # not found y*; paired interval
+  table = length.summary(design, ("1",))
+  assert len(table) == 3 and table[2].startswith("| loglinear | 0.02 | 2 | 4e-04 |")
+  assert table[2].split(" | ")[5].endswith("%)")        # xpo at α = 1 beside online DPO
   length.figure(tmp_path / "length.png", design)
   assert (tmp_path / "length.png").stat().st_size > 10_000

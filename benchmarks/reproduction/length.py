@@ -182,17 +182,53 @@ def figure(path, design: Design = DESIGN) -> None:
   fig.savefig(path, dpi=100, bbox_inches="tight")
 
 
+def _control(cell) -> tuple:
+  """The (policy, ε, L) cell's online DPO."""
+  return cell[:3] + (CONTROL, "-")
+
+
+def compared(done: dict) -> dict:
+  """Every scheme's R(T) − online DPO's at its (policy, ε, L), paired over the seeds both ran,
+  Holm over all of them (`rbx.core.stats`)."""
+  family = {}
+  for c, v in done.items():
+    if c[3] != CONTROL and _control(c) in done:
+      ctrl = done[_control(c)]
+      n = min(len(v["finals"]), len(ctrl["finals"]))
+      family[c] = stats.paired(v["finals"][:n], ctrl["finals"][:n])
+  return stats.holm(family)
+
+
+def summary(design: Design = DESIGN, kinds: tuple[str, ...] = ALPHAS) -> list[str]:
+  """One row per (policy, ε, L): online DPO's R(T) and its seeds not finding y*, then each
+  scheme's R(T) − online DPO's at the α kinds `kinds` (bold: Holm's p < 0.05 over every
+  comparison of the cells present), with its seeds not finding y*."""
+  _, done = present(design)
+  family = compared(done)
+  schemes = [(name, kind) for name in AGENTS[1:] for kind in kinds]
+  head = " | ".join(f"{n.removeprefix('sequence_')}, α {k}" for n, k in schemes)
+  lines = [f"| policy | ε | L | π_ref(y*) | online DPO: R(T) (not found) | {head} |",
+           "|---|---:|---:|---:|---:|" + "---:|" * len(schemes)]
+  found = lambda v: f"{np.mean(v['last_p_best'] < 0.5):.0%}"
+  for key in sorted({c[:3] for c in done if c[3] == CONTROL}):
+    dpo = done[key + (CONTROL, "-")]
+    cols = []
+    for name, kind in schemes:
+      c = key + (name, kind)
+      if c not in family:
+        cols.append("")
+        continue
+      m, bold = family[c], "**" if family[c].separated else ""
+      cols.append(f"{bold}{m.mean:+.0f}{bold} [{m.low:+.0f}, {m.high:+.0f}] ({found(done[c])})")
+    lines.append(f"| {key[0]} | {key[1]:g} | {key[2]} | {key[1] ** key[2]:.0e} | "
+                 f"{dpo['finals'].mean():.0f} ({found(dpo)}) | " + " | ".join(cols) + " |")
+  return lines
+
+
 def report(design: Design = DESIGN) -> list[str]:
   """The tables from the cells present (markdown lines)."""
   missing, done = present(design)
-  control = lambda c: c[:3] + (CONTROL, "-")
-  family = {}
-  for c, v in done.items():
-    if c[3] != CONTROL and control(c) in done:
-      ctrl = done[control(c)]
-      n = min(len(v["finals"]), len(ctrl["finals"]))
-      family[c] = stats.paired(v["finals"][:n], ctrl["finals"][:n])
-  family = stats.holm(family)
+  family = compared(done)
   every = len(cells(design))
   lines = [f"{every - len(missing)} of {every} cells present "
            f"({design.block} seeds a cell, T = {design.steps}); Holm over {len(family)} "
@@ -222,6 +258,8 @@ def main(argv=None) -> list[str]:
   p.add_argument("--lengths", nargs="*", type=int, help="only these L")
   p.add_argument("--report", help="write the tables of the cells present to this file")
   p.add_argument("--figure", help="draw R(T)/L against L from the cells present to this file")
+  p.add_argument("--summary", nargs="*", choices=ALPHAS, help="print one row per length, the "
+                 "schemes' differences to online DPO at these α kinds")
   args = p.parse_args(argv)
   lines = []
   if args.estimate:
@@ -231,6 +269,8 @@ def main(argv=None) -> list[str]:
       if (c[-1] in args.blocks and (not args.lengths or c[2] in args.lengths)
           and CELLS.load(c, _settings(DESIGN, c)) is None):
         compute(DESIGN, c)
+  if args.summary is not None:
+    lines += summary(kinds=tuple(args.summary) or ALPHAS)
   if args.figure:
     figure(args.figure)
   if args.report:
