@@ -150,14 +150,16 @@ def present(design: Design = DESIGN) -> tuple[list, dict]:
 
 
 def figure(path, design: Design = DESIGN) -> None:
-  """R(T)/L against L at ε = `design.epsilon` (mean and 95% t interval over seeds), a panel a
-  policy, a line per agent and α; and the fraction of seeds that have not found y*."""
+  """R(T)/L against L at ε = `design.epsilon` (mean and 95% t interval over seeds, log scale), a
+  panel a policy with cells, a line per agent and α; and the fraction of seeds that have not
+  found y*."""
   from matplotlib.figure import Figure
   _, done = present(design)
-  fig = Figure(figsize=(10, 6.4))
-  axes = fig.subplots(2, 2, sharex=True)
+  drawn = [p for p in ("loglinear", "tabular") if any(c[0] == p for c in done)]
+  fig = Figure(figsize=(5 * len(drawn), 6.4))
+  axes = fig.subplots(2, len(drawn), sharex=True, squeeze=False)
   styles = {"-": "-.", "1": "-", "floor": "--", "proposition3": ":"}
-  for col, policy in enumerate(("loglinear", "tabular")):
+  for col, policy in enumerate(drawn):
     for name in AGENTS:
       for kind in styles:
         pts = sorted((c[2], v) for c, v in done.items()
@@ -176,6 +178,7 @@ def figure(path, design: Design = DESIGN) -> None:
                            fontsize=9)
     axes[1, col].set_xlabel("length L (π_ref(y*) = ε^L)")
     axes[1, col].set_xscale("log", base=2)
+    axes[0, col].set_yscale("log")
   axes[0, 0].set_ylabel("R(T) / L")
   axes[1, 0].set_ylabel("seeds not finding y* at T")
   axes[0, 0].legend(fontsize=6, ncol=2)
