@@ -14,6 +14,7 @@ T = 1,000; seeds in blocks of 64, every block a saved cell (`CELLS`: the job res
 
     python -m benchmarks.reproduction.length --estimate          # CPU-hours, measured here
     python -m benchmarks.reproduction.length --blocks 0          # block 0's missing cells
+    python -m benchmarks.reproduction.length --blocks 0 --lengths 8 --policies tabular
     python -m benchmarks.reproduction.length --report OUT.md     # tables from the cells present
 
 The report: per (policy, ε, L) and agent, R(T) (mean, median [10%, 90%]), the fraction of seeds
@@ -259,6 +260,7 @@ def main(argv=None) -> list[str]:
   p.add_argument("--estimate", action="store_true", help="print the design's CPU-hours")
   p.add_argument("--blocks", nargs="*", type=int, help="compute these seed blocks' missing cells")
   p.add_argument("--lengths", nargs="*", type=int, help="only these L")
+  p.add_argument("--policies", nargs="*", choices=["loglinear", "tabular"], help="only these")
   p.add_argument("--report", help="write the tables of the cells present to this file")
   p.add_argument("--figure", help="draw R(T)/L against L from the cells present to this file")
   p.add_argument("--summary", nargs="*", choices=ALPHAS, help="print one row per length, the "
@@ -270,6 +272,7 @@ def main(argv=None) -> list[str]:
   if args.blocks is not None:
     for c in cells():
       if (c[-1] in args.blocks and (not args.lengths or c[2] in args.lengths)
+          and (not args.policies or c[0] in args.policies)
           and CELLS.load(c, _settings(DESIGN, c)) is None):
         compute(DESIGN, c)
   if args.summary is not None:
