@@ -54,7 +54,11 @@ class Forgetting(NamedTuple):
   def weights(self, count: chex.Array, capacity: int) -> chex.Array:
     """γ^{(t−1)−i} 1[t − i ≤ w] of the rows i < capacity after t = `count` comparisons, 0 for
     the unfilled rows; (capacity,) float32."""
-    age = count - 1 - jnp.arange(capacity)                     # t − s of row i (s = i + 1)
+    return self.weights_at(count, jnp.arange(capacity))
+
+  def weights_at(self, count: chex.Array, rows: chex.Array) -> chex.Array:
+    """`weights` of the given rows only, same shape as `rows` (a minibatch's: O(B), not O(T))."""
+    age = count - 1 - rows                                     # t − s of row i (s = i + 1)
     kept = age >= 0
     if self.window is not None:
       kept = kept & (age < self.window)

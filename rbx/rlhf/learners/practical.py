@@ -286,7 +286,9 @@ class Comparisons(NamedTuple):
     low = 0 if window is None else jnp.clip(self.count - window, 0, n)
     m = n - low
     rows = low + jax.random.randint(key, (size,), 0, jnp.maximum(m, 1))
-    weights = self.weights().astype(jnp.float32)[rows] * (m.astype(jnp.float32) / size)
+    kept = (jnp.ones(size) if self.forget is None        # every drawn row is filled
+            else self.forget.weights_at(self.count, rows))
+    weights = kept * (m.astype(jnp.float32) / size)
     return Batch(self.x[rows], self.winner[rows], self.loser[rows], weights)
 
 
