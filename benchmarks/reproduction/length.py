@@ -12,7 +12,7 @@ the answer pairs enumerate, a test). The log-linear policy (θ ∈ R^d shared by
 at every L, the prefix-table policy (one logit per prefix, nothing shared) where V^L ≤ 256.
 T = 1,000; seeds in blocks of 64, every block a saved cell (`CELLS`: the job resumes).
 
-    python -m benchmarks.reproduction.length --estimate          # CPU-hours, measured here
+    python -m benchmarks.reproduction.length --estimate          # hours of this machine, measured
     python -m benchmarks.reproduction.length --blocks 0          # block 0's missing cells
     python -m benchmarks.reproduction.length --blocks 0 --lengths 8 --policies tabular
     python -m benchmarks.reproduction.length --report OUT.md     # tables from the cells present
@@ -124,8 +124,9 @@ def compute(design: Design, cell) -> dict:
 
 
 def estimate(design: Design = DESIGN, budget: float = 10.0) -> list[str]:
-  """The design's CPU-hours on this machine: each (policy, L) timed for `budget` seconds of
-  running (Algorithm 1 at α = 1, one block's seeds), times its cells; printed lines."""
+  """The design's wall-clock hours on this machine (a sweep on every core, as the cells run):
+  each (policy, L) timed for `budget` seconds of running (Algorithm 1 at α = 1, one block's
+  seeds), times its cells; printed lines."""
   rates = {}
   for policy, e, L, *_ in cells(dataclasses.replace(design, blocks=1)):
     if (policy, L) not in rates:
@@ -138,7 +139,7 @@ def estimate(design: Design = DESIGN, budget: float = 10.0) -> list[str]:
   lines += [f"| {p} | {L} | {r:,.0f} |" for (p, L), r in sorted(rates.items())]
   per_block = seconds / design.blocks
   lines += ["", f"{len(cells(design))} cells ({design.blocks} blocks of {design.block} seeds, "
-            f"T = {design.steps}): {seconds / 3600:.1f} CPU-hours; one block "
+            f"T = {design.steps}): {seconds / 3600:.1f} hours of this machine; one block "
             f"{per_block / 3600:.1f} h"]
   return lines
 
@@ -257,7 +258,7 @@ def report(design: Design = DESIGN) -> list[str]:
 
 def main(argv=None) -> list[str]:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  p.add_argument("--estimate", action="store_true", help="print the design's CPU-hours")
+  p.add_argument("--estimate", action="store_true", help="print the design's hours on this machine")
   p.add_argument("--blocks", nargs="*", type=int, help="compute these seed blocks' missing cells")
   p.add_argument("--lengths", nargs="*", type=int, help="only these L")
   p.add_argument("--policies", nargs="*", choices=["loglinear", "tabular"], help="only these")
