@@ -37,10 +37,13 @@ or above 1: *collapsed*) or cannot be told apart from π_ref on these seeds (*un
 
 
 class Cells:
-  """A section's saved cells in `directory`, a cell's file `pattern.format(*cell)`."""
+  """A section's saved cells in `directory`, a cell's file `pattern.format(*cell)`; each cell
+  computed here is stamped with the revision read when this object was made (the code the
+  process loaded, not what a later commit holds)."""
 
   def __init__(self, directory: Path, name: str, pattern: str):
     self.directory, self.name, self.pattern = Path(directory), name, pattern
+    self.revision = revision.head()
 
   def path(self, cell) -> Path:
     return self.directory / self.pattern.format(*cell)
@@ -70,7 +73,7 @@ class Cells:
     regret = np.asarray(res.regret, np.float64)
     saved = {"finals": regret.sum(-1), "learned": learned(regret), "sum": regret.sum(0),
              "squares": (regret ** 2).sum(0), "seconds": np.float64(time.time() - start),
-             "settings": np.asarray(json.dumps(settings)), "revision": np.asarray(revision.head()),
+             "settings": np.asarray(json.dumps(settings)), "revision": np.asarray(self.revision),
              **{f"last_{m}": np.asarray(res.metric(m).regret)[..., -1] for m in last}}
     self.directory.mkdir(parents=True, exist_ok=True)
     tmp = self.path(cell).with_suffix(".tmp.npz")
