@@ -13,9 +13,9 @@ side in one process.
     python -m benchmarks.reproducibility.seeds --classes    # one agent of every policy class
     python -m benchmarks.reproducibility.seeds --cost --seeds 10 --steps 200 --classes
 
-Run it with the default XLA flags (tests/core/test_seeds.py runs it in a child process without
-the test suite's code-generation flags, which break equalities between device counts). Exit
-status 1 when any seed differs.
+Every run it compares is on the same devices, so it holds under any XLA flags
+(tests/core/test_seeds.py runs it under the test suite's cheap code generation, which breaks
+equalities between device counts only). Exit status 1 when any seed differs.
 """
 from __future__ import annotations
 

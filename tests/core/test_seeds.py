@@ -1,14 +1,15 @@
 """Seeds are seeds: seed s's trajectory is the same bits in a run of many seeds, in two slices,
 alone, and by `simulate`, for one agent of every policy class of both families
-(benchmarks/reproducibility/seeds.py), in a child process at LLVM's level 1 (the suite's level 0
-breaks equalities between device counts: `helpers.device_stable_env`)."""
+(benchmarks/reproducibility/seeds.py), in a child process on 2 devices under the suite's XLA
+flags (every run there is on the same 2 devices; what the suite's level 0 breaks is equality
+between device counts, which tests/core/test_sharding.py checks at level 1)."""
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import device_stable_env
+from helpers import subprocess_env
 
 ROOT = Path(__file__).parents[2]
 
@@ -17,7 +18,7 @@ def _seeds_script(*args):
   out = subprocess.run(
       [sys.executable, "-m", "benchmarks.reproducibility.seeds", "--steps", "6", "--seed-batch",
        "4", *args], cwd=ROOT, capture_output=True, text=True, timeout=1200,
-      env=device_stable_env())
+      env=subprocess_env())
   assert out.returncode == 0, out.stdout + out.stderr[-3000:]
   assert "2 cpu device(s)" in out.stdout and "DIFFERS" not in out.stdout, out.stdout
   return out.stdout
