@@ -1,5 +1,7 @@
 """The reproduction report's sections on one tiny row each: the table, the finding and, where
 cheap, the measured direction (slow: each compiles its sweeps)."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -174,10 +176,23 @@ def test_length_experiment_reads_the_instances_kappa_and_reports_the_cells_prese
   assert float(assumptions.kappa(length.env(0.02, 3, "tabular"))) == pytest.approx(
       length.kappa(0.02, 3), rel=1e-4)
   monkeypatch.setattr(length, "CELLS", powered.Cells(tmp_path, "length", length.CELLS.pattern))
-  design = length.Design(lengths=(2,), epsilons=(), steps=8, block=3, blocks=1, tabular=0)
+  design = length.Design(lengths=(2,), epsilons=(), steps=8, block=3, blocks=1, tabular=0,
+                         exact=())
   cells = length.cells(design)
   assert len(cells) == 10 and cells[:2] == [("loglinear", 0.02, 2, "sequence_dpo", "-", 0),
                                             ("loglinear", 0.02, 2, "sequence_xpo", "1", 0)]
+  # the exact-bonus control: the floor's α with cal_samples = None, where the design asks
+  exact = length.cells(dataclasses.replace(design, exact=(2,)))
+  assert [c for c in exact if c not in cells] == [
+      ("loglinear", 0.02, 2, f"sequence_{s}", "floor_exact", 0) for s in ("xpo", "vpo",
+                                                                           "algorithm1")]
+  made = []
+  with monkeypatch.context() as m:
+    m.setattr(length.rlhf, "get", lambda name, **kw: made.append(kw))
+    for kind in ("floor_exact", "floor"):
+      length.agent("sequence_xpo", "loglinear", kind, 0.02, 2, 8)
+  assert made[0].pop("cal_samples", "sampled") is None and "cal_samples" not in made[1]
+  assert made[0]["alpha"](1) == made[1]["alpha"](1) == pytest.approx(4 * np.log(8))
   for c in cells[:2]:
     length.compute(design, c)
   lines = length.report(design)

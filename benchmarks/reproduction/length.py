@@ -8,8 +8,12 @@ The instance is `hard_sequences` at |X| = 1, V = 2: r*(x, y) = (r_max/L)·#{l : 
 VPO and Algorithm 1 at three α's: 1 (constant); Theorem 1's floor A log T (A = V^L, constant);
 and Proposition 3's α_t with the instance's own Assumption-1 κ = ((1 − ε)/ε)^L (τ = 1, V = 2:
 π_ref's odds of the worst answer against y*; `rbx.rlhf.assumptions.kappa` gives the same where
-the answer pairs enumerate, a test). The log-linear policy (θ ∈ R^d shared by every position)
-at every L, the prefix-table policy (one logit per prefix, nothing shared) where V^L ≤ 256.
+the answer pairs enumerate, a test). The bonus is each agent's default estimate (the round's
+a2, or one draw from π_cal); at the floor's α and the lengths `Design.exact`, the same agents
+with the bonus exact (`cal_samples = None`: E_{π_cal} by the forward pass over π_cal's
+marginals) are the control for the estimate's noise (α kind `floor_exact`). The log-linear
+policy (θ ∈ R^d shared by every position) at every L, the prefix-table policy (one logit per
+prefix, nothing shared) where V^L ≤ 256.
 T = 1,000; seeds in blocks of 64, every block a saved cell (`CELLS`: the job resumes).
 
     python -m benchmarks.reproduction.length --estimate          # hours of this machine, measured
@@ -39,8 +43,10 @@ from rbx.rlhf import sequences
 DIM, BETA, REWARD_PER_TOKEN, VOCAB, PROMPTS = 8, 0.25, 2.0, 2, 1
 AGENTS = ("sequence_dpo", "sequence_xpo", "sequence_vpo", "sequence_algorithm1")
 CONTROL = "sequence_dpo"
-ALPHAS = ("1", "floor", "proposition3")
-"""α = 1; Theorem 1's floor A log T; Proposition 3's α_t with the instance's κ."""
+ALPHAS = ("1", "floor", "proposition3", "floor_exact")
+"""α = 1; Theorem 1's floor A log T; Proposition 3's α_t with the instance's κ; the floor with
+the bonus exact (`cal_samples = None`), at the log-linear policy's `Design.exact` lengths."""
+EXACT = "_exact"
 CELLS = powered.Cells(ROOT / "benchmarks" / "results" / "reproduction" / "length_cells",
                       "length", "{}_eps{}_L{}_{}_alpha{}_{}.npz")
 """(policy, ε, L, agent, α, seed block) -> its saved cell."""
@@ -54,6 +60,7 @@ class Design:
   epsilons: tuple[float, ...] = (0.1, 0.3)                # beside it, at L = `at_length`
   at_length: int = 8
   tabular: int = 256                  # the prefix table where V^L ≤ this many answers
+  exact: tuple[int, ...] = (4, 8, 16)  # the log-linear policy's lengths with `floor_exact`
   steps: int = 1000
   block: int = 64
   blocks: int = 4                     # 256 seeds
@@ -77,6 +84,7 @@ def kappa(epsilon: float, L: int) -> float:
 
 def alpha(kind: str, epsilon: float, L: int, steps: int):
   """The schedule of α kind `kind` (`ALPHAS`) on the instance at ε, L and horizon `steps`."""
+  kind = kind.removesuffix(EXACT)
   A = VOCAB ** L
   if kind == "1":
     return schedules.constant(1.0)
@@ -86,10 +94,12 @@ def alpha(kind: str, epsilon: float, L: int, steps: int):
 
 
 def agent(name: str, policy: str, kind: str, epsilon: float, L: int, steps: int):
-  """The agent at its defaults (20 Adam steps of rate 0.1 a round, λ = 1, the buffer)."""
+  """The agent at its defaults (20 Adam steps of rate 0.1 a round, λ = 1, the buffer); an
+  α kind ending in `EXACT` takes the bonus exactly (`cal_samples = None`)."""
   if name == CONTROL:
     return rlhf.get(name, policy=policy)
-  return rlhf.get(name, policy=policy, alpha=alpha(kind, epsilon, L, steps))
+  exact = {"cal_samples": None} if kind.endswith(EXACT) else {}
+  return rlhf.get(name, policy=policy, alpha=alpha(kind, epsilon, L, steps), **exact)
 
 
 def cells(design: Design = DESIGN) -> list[tuple]:
@@ -103,8 +113,10 @@ def cells(design: Design = DESIGN) -> list[tuple]:
       for e, L in sorted(points, key=lambda p: (p[1], p[0])):
         if policy == "tabular" and VOCAB ** L > design.tabular:
           continue
+        kinds = [k for k in ALPHAS if not k.endswith(EXACT)
+                 or (policy == "loglinear" and e == design.epsilon and L in design.exact)]
         out += [(policy, e, L, name, kind, b) for name in AGENTS
-                for kind in (("-",) if name == CONTROL else ALPHAS)]
+                for kind in (("-",) if name == CONTROL else kinds)]
   return out
 
 
@@ -160,7 +172,7 @@ def figure(path, design: Design = DESIGN) -> None:
   drawn = [p for p in ("loglinear", "tabular") if any(c[0] == p for c in done)]
   fig = Figure(figsize=(5 * len(drawn), 6.4))
   axes = fig.subplots(2, len(drawn), sharex=True, squeeze=False)
-  styles = {"-": "-.", "1": "-", "floor": "--", "proposition3": ":"}
+  styles = {"-": "-.", "1": "-", "floor": "--", "proposition3": ":", "floor_exact": (0, (1, 3))}
   for col, policy in enumerate(drawn):
     for name in AGENTS:
       for kind in styles:
@@ -172,10 +184,10 @@ def figure(path, design: Design = DESIGN) -> None:
         m, h = np.array([powered.interval(p[1]["finals"]) for p in pts]).T
         colour = powered.SCHEME_COLOURS[name.split("_")[-1]]
         label = name.removeprefix("sequence_") + ("" if kind == "-" else f", α {kind}")
-        axes[0, col].errorbar(L, m / L, yerr=h / L, fmt="o" + styles[kind], color=colour,
-                              ms=3, capsize=2, label=label)
-        axes[1, col].plot(L, [np.mean(p[1]["last_p_best"] < 0.5) for p in pts],
-                          "o" + styles[kind], color=colour, ms=3)
+        axes[0, col].errorbar(L, m / L, yerr=h / L, fmt="o", linestyle=styles[kind],
+                              color=colour, ms=3, capsize=2, label=label)
+        axes[1, col].plot(L, [np.mean(p[1]["last_p_best"] < 0.5) for p in pts], marker="o",
+                          linestyle=styles[kind], color=colour, ms=3)
     axes[0, col].set_title(f"{policy}, ε = {design.epsilon:g}, |X| = {PROMPTS}, V = {VOCAB}",
                            fontsize=9)
     axes[1, col].set_xlabel("length L (π_ref(y*) = ε^L)")
