@@ -179,8 +179,11 @@ def test_length_experiment_reads_the_instances_kappa_and_reports_the_cells_prese
   design = length.Design(lengths=(2,), epsilons=(), steps=8, block=3, blocks=1, tabular=0,
                          exact=())
   cells = length.cells(design)
-  assert len(cells) == 10 and cells[:2] == [("loglinear", 0.02, 2, "sequence_dpo", "-", 0),
+  assert len(cells) == 12 and cells[:2] == [("loglinear", 0.02, 2, "sequence_dpo", "-", 0),
                                             ("loglinear", 0.02, 2, "sequence_xpo", "1", 0)]
+  # the sampling-matched control: α = 0 for the schemes whose draws are not online DPO's
+  assert [c[3] for c in cells if c[4] == "0"] == ["sequence_xpo", "sequence_algorithm1"]
+  assert length.alpha("0", 0.02, 2, 8)(1) == 0.0
   # the exact-bonus control: the floor's α with cal_samples = None, where the design asks
   exact = length.cells(dataclasses.replace(design, exact=(2,)))
   assert [c for c in exact if c not in cells] == [
@@ -196,7 +199,7 @@ def test_length_experiment_reads_the_instances_kappa_and_reports_the_cells_prese
   for c in cells[:2]:
     length.compute(design, c)
   lines = length.report(design)
-  assert lines[0].startswith("2 of 10 cells present") and "Holm over 1 comparisons" in lines[0]
+  assert lines[0].startswith("2 of 12 cells present") and "Holm over 1 comparisons" in lines[0]
   rows = [line.split(" | ") for line in lines if line.startswith("| loglinear")]
   assert [r[4] for r in rows] == ["dpo", "xpo"] and rows[0][-2] == "control"
   assert rows[1][9].endswith("%") and "[" in rows[1][10]     # not found y*; paired interval

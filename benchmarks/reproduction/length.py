@@ -11,7 +11,11 @@ and Proposition 3's α_t with the instance's own Assumption-1 κ = ((1 − ε)/�
 the answer pairs enumerate, a test). The bonus is each agent's default estimate (the round's
 a2, or one draw from π_cal); at the floor's α and the lengths `Design.exact`, the same agents
 with the bonus exact (`cal_samples = None`: E_{π_cal} by the forward pass over π_cal's
-marginals) are the control for the estimate's noise (α kind `floor_exact`). The log-linear
+marginals) are the control for the estimate's noise (α kind `floor_exact`); and on the
+log-linear series at ε = `Design.epsilon`, XPO and Algorithm 1 at α = 0 (kind `0`: their own
+draws of a1 and a2, no bonus) split each scheme's difference to online DPO into its sampling
+effect (α = 0 − online DPO) and its bonus effect (α − α = 0); VPO's draws are online DPO's, so
+its sampling effect is 0 by the scheme table. The log-linear
 policy (θ ∈ R^d shared by every position) at every L, the prefix-table policy (one logit per
 prefix, nothing shared) where V^L ≤ 256.
 T = 1,000; seeds in blocks of 64, every block a saved cell (`CELLS`: the job resumes).
@@ -43,9 +47,11 @@ from rbx.rlhf import sequences
 DIM, BETA, REWARD_PER_TOKEN, VOCAB, PROMPTS = 8, 0.25, 2.0, 2, 1
 AGENTS = ("sequence_dpo", "sequence_xpo", "sequence_vpo", "sequence_algorithm1")
 CONTROL = "sequence_dpo"
-ALPHAS = ("1", "floor", "proposition3", "floor_exact")
+ALPHAS = ("1", "floor", "proposition3", "floor_exact", "0")
 """α = 1; Theorem 1's floor A log T; Proposition 3's α_t with the instance's κ; the floor with
-the bonus exact (`cal_samples = None`), at the log-linear policy's `Design.exact` lengths."""
+the bonus exact (`cal_samples = None`), at the log-linear policy's `Design.exact` lengths; 0,
+the sampling-matched control (module docstring)."""
+ZERO = "0"
 EXACT = "_exact"
 CELLS = powered.Cells(ROOT / "benchmarks" / "results" / "reproduction" / "length_cells",
                       "length", "{}_eps{}_L{}_{}_alpha{}_{}.npz")
@@ -86,8 +92,8 @@ def alpha(kind: str, epsilon: float, L: int, steps: int):
   """The schedule of α kind `kind` (`ALPHAS`) on the instance at ε, L and horizon `steps`."""
   kind = kind.removesuffix(EXACT)
   A = VOCAB ** L
-  if kind == "1":
-    return schedules.constant(1.0)
+  if kind in ("1", ZERO):
+    return schedules.constant(float(kind))
   if kind == "floor":
     return schedules.constant(A * math.log(steps))
   return schedules.proposition3(A, steps, BETA, REWARD_PER_TOKEN * L, kappa(epsilon, L))
@@ -113,10 +119,12 @@ def cells(design: Design = DESIGN) -> list[tuple]:
       for e, L in sorted(points, key=lambda p: (p[1], p[0])):
         if policy == "tabular" and VOCAB ** L > design.tabular:
           continue
-        kinds = [k for k in ALPHAS if not k.endswith(EXACT)
-                 or (policy == "loglinear" and e == design.epsilon and L in design.exact)]
+        series = policy == "loglinear" and e == design.epsilon
+        kinds = lambda name: [k for k in ALPHAS if (
+            not k.endswith(EXACT) or (series and L in design.exact)) and (
+            k != ZERO or (series and name != "sequence_vpo"))]
         out += [(policy, e, L, name, kind, b) for name in AGENTS
-                for kind in (("-",) if name == CONTROL else kinds)]
+                for kind in (("-",) if name == CONTROL else kinds(name))]
   return out
 
 
@@ -172,7 +180,8 @@ def figure(path, design: Design = DESIGN) -> None:
   drawn = [p for p in ("loglinear", "tabular") if any(c[0] == p for c in done)]
   fig = Figure(figsize=(5 * len(drawn), 6.4))
   axes = fig.subplots(2, len(drawn), sharex=True, squeeze=False)
-  styles = {"-": "-.", "1": "-", "floor": "--", "proposition3": ":", "floor_exact": (0, (1, 3))}
+  styles = {"-": "-.", "1": "-", "floor": "--", "proposition3": ":",
+            "floor_exact": (0, (1, 3)), ZERO: (0, (5, 1))}
   for col, policy in enumerate(drawn):
     for name in AGENTS:
       for kind in styles:
