@@ -196,12 +196,17 @@ def test_length_experiment_reads_the_instances_kappa_and_reports_the_cells_prese
       length.agent("sequence_xpo", "loglinear", kind, 0.02, 2, 8)
   assert made[0].pop("cal_samples", "sampled") is None and "cal_samples" not in made[1]
   assert made[0]["alpha"](1) == made[1]["alpha"](1) == pytest.approx(4 * np.log(8))
-  for c in cells[:2]:
+  zero = ("loglinear", 0.02, 2, "sequence_xpo", "0", 0)
+  for c in cells[:2] + [zero]:
     length.compute(design, c)
+  # total = sampling + bonus, each paired: xpo at α 1 − online DPO = (α 0 − DPO) + (α 1 − α 0)
+  row = length.split(design)[2].split(" | ")
+  parts = [float(cell.strip("* ").split(" [")[0]) for cell in row[2:5]]
+  assert row[0] == "| 2" and parts[0] == pytest.approx(parts[1] + parts[2], abs=1.5)
   lines = length.report(design)
-  assert lines[0].startswith("2 of 12 cells present") and "Holm over 1 comparisons" in lines[0]
+  assert lines[0].startswith("3 of 12 cells present") and "Holm over 3 comparisons" in lines[0]
   rows = [line.split(" | ") for line in lines if line.startswith("| loglinear")]
-  assert [r[4] for r in rows] == ["dpo", "xpo"] and rows[0][-2] == "control"
+  assert [r[4] for r in rows] == ["dpo", "xpo", "xpo"] and rows[0][-2] == "control"
   assert rows[1][9].endswith("%") and "[" in rows[1][10]     # not found y*; paired interval
   table = length.summary(design, ("1",))
   assert len(table) == 3 and table[2].startswith("| loglinear | 0.02 | 2 | 4e-04 |")

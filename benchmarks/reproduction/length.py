@@ -24,6 +24,7 @@ T = 1,000; seeds in blocks of 64, every block a saved cell (`CELLS`: the job res
     python -m benchmarks.reproduction.length --blocks 0          # block 0's missing cells
     python -m benchmarks.reproduction.length --blocks 0 --lengths 8 --policies tabular
     python -m benchmarks.reproduction.length --report OUT.md     # tables from the cells present
+    python -m benchmarks.reproduction.length --split 1           # sampling + bonus effects
 
 The report: per (policy, ε, L) and agent, R(T) (mean, median [10%, 90%]), the fraction of seeds
 that have not found y* (π^(T)(y*|x) < 1/2, the `p_best` metric at T), and R(T) − online DPO's
@@ -213,16 +214,48 @@ def _control(cell) -> tuple:
   return cell[:3] + (CONTROL, "-")
 
 
+def _paired(a: dict, b: dict):
+  n = min(len(a["finals"]), len(b["finals"]))
+  return stats.paired(a["finals"][:n], b["finals"][:n])
+
+
 def compared(done: dict) -> dict:
-  """Every scheme's R(T) − online DPO's at its (policy, ε, L), paired over the seeds both ran,
-  Holm over all of them (`rbx.core.stats`)."""
+  """Every scheme's R(T) − online DPO's at its (policy, ε, L), keyed by its cell, and its bonus
+  effect, R(T) − the same scheme's at α = 0, keyed (cell, "bonus"); paired over the seeds both
+  ran, Holm over all of them (`rbx.core.stats`)."""
   family = {}
   for c, v in done.items():
     if c[3] != CONTROL and _control(c) in done:
-      ctrl = done[_control(c)]
-      n = min(len(v["finals"]), len(ctrl["finals"]))
-      family[c] = stats.paired(v["finals"][:n], ctrl["finals"][:n])
+      family[c] = _paired(v, done[_control(c)])
+    zero = c[:4] + (ZERO,)
+    if c[4] not in ("-", ZERO) and zero in done:
+      family[c, "bonus"] = _paired(v, done[zero])
   return stats.holm(family)
+
+
+def split(design: Design = DESIGN, kind: str = "1") -> list[str]:
+  """One row per length of the log-linear series at ε = `design.epsilon`: each scheme's R(T) −
+  online DPO's at α kind `kind` (total) = its sampling effect (at α = 0 − online DPO) + its
+  bonus effect (at `kind` − at α = 0), paired intervals, bold: Holm's p < 0.05 over every
+  comparison of `compared`."""
+  _, done = present(design)
+  family = compared(done)
+  names = [n for n in AGENTS[1:] if n != "sequence_vpo"]
+  cell = lambda m: "" if m is None else (
+      f"{'**' if m.separated else ''}{m.mean:+.0f}{'**' if m.separated else ''} "
+      f"[{m.low:+.0f}, {m.high:+.0f}]")
+  head = " | ".join(f"{n.removeprefix('sequence_')}: {part}" for n in names
+                    for part in (f"total (α {kind})", "sampling (α 0)", "bonus"))
+  lines = [f"| L | online DPO: R(T) | {head} |", "|---:|---:|" + "---:|" * 3 * len(names)]
+  for L in sorted({c[2] for c in done if c[:2] == ("loglinear", design.epsilon)}):
+    key = ("loglinear", design.epsilon, L)
+    if key + (CONTROL, "-") not in done:
+      continue
+    cols = [cell(family.get(k)) for n in names
+            for k in (key + (n, kind), key + (n, ZERO), (key + (n, kind), "bonus"))]
+    lines.append(f"| {L} | {done[key + (CONTROL, '-')]['finals'].mean():.0f} | "
+                 + " | ".join(cols) + " |")
+  return lines
 
 
 def summary(design: Design = DESIGN, kinds: tuple[str, ...] = ALPHAS) -> list[str]:
@@ -287,6 +320,9 @@ def main(argv=None) -> list[str]:
   p.add_argument("--figure", help="draw R(T)/L against L from the cells present to this file")
   p.add_argument("--summary", nargs="*", choices=ALPHAS, help="print one row per length, the "
                  "schemes' differences to online DPO at these α kinds")
+  p.add_argument("--split", choices=[k for k in ALPHAS if k != ZERO], help="print the "
+                 "log-linear series' differences to online DPO at this α kind as sampling + "
+                 "bonus effects")
   args = p.parse_args(argv)
   lines = []
   if args.estimate:
@@ -299,6 +335,8 @@ def main(argv=None) -> list[str]:
         compute(DESIGN, c)
   if args.summary is not None:
     lines += summary(kinds=tuple(args.summary) or ALPHAS)
+  if args.split:
+    lines += split(kind=args.split)
   if args.figure:
     figure(args.figure)
   if args.report:
