@@ -205,7 +205,8 @@ def figure(path, design: Design = DESIGN) -> None:
     axes[0, col].set_yscale("log")
   axes[0, 0].set_ylabel("R(T) / L")
   axes[1, 0].set_ylabel("seeds not finding y* at T")
-  axes[0, 0].legend(fontsize=6, ncol=2)
+  handles, labels = axes[0, 0].get_legend_handles_labels()
+  fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.02), ncol=4, fontsize=7)
   fig.savefig(path, dpi=100, bbox_inches="tight")
 
 
