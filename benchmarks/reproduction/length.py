@@ -43,7 +43,7 @@ from benchmarks import ROOT, timing
 from benchmarks.reproduction import powered
 from rbx import rlhf, schedules
 from rbx.core import stats
-from rbx.rlhf import sequences
+from rbx.rlhf import schemes, sequences
 
 DIM, BETA, REWARD_PER_TOKEN, VOCAB, PROMPTS = 8, 0.25, 2.0, 2, 1
 AGENTS = ("sequence_dpo", "sequence_xpo", "sequence_vpo", "sequence_algorithm1")
@@ -109,6 +109,14 @@ def agent(name: str, policy: str, kind: str, epsilon: float, L: int, steps: int)
   return rlhf.get(name, policy=policy, alpha=alpha(kind, epsilon, L, steps), **exact)
 
 
+def own_draws(name: str) -> bool:
+  """Whether agent `name` draws a1 and a2 otherwise than online DPO (the scheme table's
+  sources), so that its α = 0 run is a control of its own: XPO's and Algorithm 1's, not VPO's."""
+  row, control = (schemes.SCHEMES[rlhf.FAMILY.agents.resolve(n).partition("/")[2]]
+                  for n in (name, CONTROL))
+  return (row.first, row.second) != (control.first, control.second)
+
+
 def cells(design: Design = DESIGN) -> list[tuple]:
   """(policy, ε, L, agent, α, block) in the order computed: block by block, the cheapest
   first (short answers, the log-linear policy before the prefix table)."""
@@ -123,7 +131,7 @@ def cells(design: Design = DESIGN) -> list[tuple]:
         series = policy == "loglinear" and e == design.epsilon
         kinds = lambda name: [k for k in ALPHAS if (
             not k.endswith(EXACT) or (series and L in design.exact)) and (
-            k != ZERO or (series and name != "sequence_vpo"))]
+            k != ZERO or (series and own_draws(name)))]
         out += [(policy, e, L, name, kind, b) for name in AGENTS
                 for kind in (("-",) if name == CONTROL else kinds(name))]
   return out
@@ -234,6 +242,12 @@ def compared(done: dict) -> dict:
   return stats.holm(family)
 
 
+def _difference(m: stats.Comparison) -> str:
+  """A paired difference as the tables print it: mean [95% t], bold where Holm separates it."""
+  bold = "**" if m.separated else ""
+  return f"{bold}{m.mean:+.0f}{bold} [{m.low:+.0f}, {m.high:+.0f}]"
+
+
 def split(design: Design = DESIGN, kind: str = "1") -> list[str]:
   """One row per length of the log-linear series at ε = `design.epsilon`: each scheme's R(T) −
   online DPO's at α kind `kind` (total) = its sampling effect (at α = 0 − online DPO) + its
@@ -241,10 +255,7 @@ def split(design: Design = DESIGN, kind: str = "1") -> list[str]:
   comparison of `compared`."""
   _, done = present(design)
   family = compared(done)
-  names = [n for n in AGENTS[1:] if n != "sequence_vpo"]
-  cell = lambda m: "" if m is None else (
-      f"{'**' if m.separated else ''}{m.mean:+.0f}{'**' if m.separated else ''} "
-      f"[{m.low:+.0f}, {m.high:+.0f}]")
+  names = [n for n in AGENTS[1:] if own_draws(n)]
   head = " | ".join(f"{n.removeprefix('sequence_')}: {part}" for n in names
                     for part in (f"total (α {kind})", "sampling (α 0)", "bonus"))
   lines = [f"| L | online DPO: R(T) | {head} |", "|---:|---:|" + "---:|" * 3 * len(names)]
@@ -252,7 +263,7 @@ def split(design: Design = DESIGN, kind: str = "1") -> list[str]:
     key = ("loglinear", design.epsilon, L)
     if key + (CONTROL, "-") not in done:
       continue
-    cols = [cell(family.get(k)) for n in names
+    cols = [_difference(family[k]) if k in family else "" for n in names
             for k in (key + (n, kind), key + (n, ZERO), (key + (n, kind), "bonus"))]
     lines.append(f"| {L} | {done[key + (CONTROL, '-')]['finals'].mean():.0f} | "
                  + " | ".join(cols) + " |")
@@ -265,21 +276,17 @@ def summary(design: Design = DESIGN, kinds: tuple[str, ...] = ALPHAS) -> list[st
   comparison of the cells present), with its seeds not finding y*."""
   _, done = present(design)
   family = compared(done)
-  schemes = [(name, kind) for name in AGENTS[1:] for kind in kinds]
-  head = " | ".join(f"{n.removeprefix('sequence_')}, α {k}" for n, k in schemes)
+  columns = [(name, kind) for name in AGENTS[1:] for kind in kinds]
+  head = " | ".join(f"{n.removeprefix('sequence_')}, α {k}" for n, k in columns)
   lines = [f"| policy | ε | L | π_ref(y*) | online DPO: R(T) (not found) | {head} |",
-           "|---|---:|---:|---:|---:|" + "---:|" * len(schemes)]
+           "|---|---:|---:|---:|---:|" + "---:|" * len(columns)]
   found = lambda v: f"{np.mean(v['last_p_best'] < 0.5):.0%}"
   for key in sorted({c[:3] for c in done if c[3] == CONTROL}):
     dpo = done[key + (CONTROL, "-")]
     cols = []
-    for name, kind in schemes:
+    for name, kind in columns:
       c = key + (name, kind)
-      if c not in family:
-        cols.append("")
-        continue
-      m, bold = family[c], "**" if family[c].separated else ""
-      cols.append(f"{bold}{m.mean:+.0f}{bold} [{m.low:+.0f}, {m.high:+.0f}] ({found(done[c])})")
+      cols.append(f"{_difference(family[c])} ({found(done[c])})" if c in family else "")
     lines.append(f"| {key[0]} | {key[1]:g} | {key[2]} | {key[1] ** key[2]:.0e} | "
                  f"{dpo['finals'].mean():.0f} ({found(dpo)}) | " + " | ".join(cols) + " |")
   return lines
