@@ -259,9 +259,9 @@ def search_linear(problem: LinearProblem, basins: chex.Array,
   thetas = jnp.concatenate([basins.astype(thetas.dtype), thetas])
   scores = jnp.concatenate([jnp.full(basins.shape[0], jnp.inf), values])
   scores = jnp.where(_repeats(thetas), -jnp.inf, scores)
-  starts = thetas[jax.lax.top_k(scores, min(config.starts, scores.shape[0]))[1]]
+  scores, order = jax.lax.top_k(scores, min(config.starts, scores.shape[0]))
   search = _Search.of(problem)
-  ends, values = jax.vmap(lambda t: _refine(search, t, config))(starts)
+  ends, values = _refine(search, thetas[order], scores == jnp.inf, config)
   values = jnp.where(jnp.isfinite(values), values, -jnp.inf)
   ends = ends[jnp.argsort(-values)]
   return ends[jnp.argsort(_repeats(ends), stable=True)]
@@ -378,24 +378,43 @@ def _extremes(r):
       lambda a, b: (jnp.maximum(a[0], b[0]), jnp.minimum(a[1], b[1])), (0,)))
 
 
-def _refine(search: _Search, theta, config: SolverConfig):
-  """`dc_iterations` DC steps with the slope α ∇J*(θ₀) of the start θ₀ (retracted onto K),
-  then steps on F, each with the slope at its point; the end point θ and its F."""
-  p, tau = search.embed(theta), jnp.ones(())
+def _refine(search: _Search, thetas, warm, config: SolverConfig):
+  """Refine the starts θ (k, d) (each retracted onto K): `dc_iterations` DC steps with the
+  slope α ∇J*(θ₀) of the start θ₀, then steps on F, each with the slope at its point. With
+  `config.tolerance` > 0 a start stops once its model's predicted gain (`_ascent_step`) is
+  ≤ the tolerance, and the steps end once every `warm` (k,) start has stopped (at least one
+  step, at most `iterations`); the others step as long as the loop runs. The end points θ
+  (k, d) and their F (k,)."""
+  points = jax.vmap(search.embed)(thetas)
+  taus = jnp.ones(thetas.shape[:1])
   dc = min(config.dc_iterations, config.iterations)
   if dc > 0:
-    slope = search.alpha * (search.slope(p) - search.cal_mean)
+    slopes = search.alpha * (jax.vmap(search.slope)(points) - search.cal_mean)
+    dc_step = jax.vmap(lambda p, slope, tau: _ascent_step(search, p, slope, tau, config)[:3])
     for _ in range(dc):
-      p, _, tau = _ascent_step(search, p, slope, tau, config)
-    p = p._replace(total=search.total(p.r, p.hi))
-  value = search.value(p.theta, p.s, p.hi, p.total)
+      points, _, taus = dc_step(points, slopes, taus)
+    points = points._replace(total=jax.vmap(search.total)(points.r, points.hi))
+  values = jax.vmap(lambda p: search.value(p.theta, p.s, p.hi, p.total))(points)
 
-  def step(_, carry):           # a loop, not unrolled: the program holds one step (compile)
-    p, value, tau = carry
+  def on_f(p, value, tau):
     return _ascent_step(search, p, search.alpha * (search.slope(p) - search.cal_mean), tau,
                         config, value)
-  p, value, tau = jax.lax.fori_loop(0, config.iterations - dc, step, (p, value, tau))
-  return p.theta, value
+
+  def step(carry):              # a loop, not unrolled: the program holds one step (compile)
+    i, points, values, taus, done = carry
+    new, new_values, new_taus, gains = jax.vmap(on_f)(points, values, taus)
+    done = done | ((config.tolerance > 0) & (gains <= config.tolerance))
+    keep = lambda a, b: jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), b, a)
+    return (i + 1, jax.tree.map(keep, new, points), keep(new_values, values),
+            keep(new_taus, taus), done)
+
+  def more(carry):
+    i, done = carry[0], carry[-1]
+    return (i < config.iterations - dc) & ((i == 0) | ~jnp.all(done | ~warm))
+
+  carry = (jnp.zeros((), jnp.int32), points, values, taus, jnp.zeros(warm.shape, bool))
+  _, points, values, _, _ = jax.lax.while_loop(more, step, carry)
+  return points.theta, values
 
 
 def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, value=None):
@@ -403,8 +422,9 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
   `slope`; `value` is F at p for a step on F (trial points ranked by F), None for a DC step
   (ranked by M = ℓ + slopeᵀθ). The step sizes tried are τ·shrink^i, i < `line_search`, each
   capped at the largest step that stays in K (`_max_step`). Returns the next point, its ranked
-  value and the next τ: one `shrink` above the size tried (at most 1), or shrink^line_search
-  below τ when no trial improved. A trial point costs one pass over r + size·φΔ for its
+  value, the next τ (one `shrink` above the size tried, at most 1, or shrink^line_search
+  below τ when no trial improved) and the model's predicted gain gᵀΔ − ½ΔᵀHΔ ≥ 0 at p of
+  its Newton direction Δ (0 where p is a KKT point of the model on its working set). A trial point costs one pass over r + size·φΔ for its
   hi/lo (the retraction, which only absorbs rounding here) and, on F, one of |X|·A
   exponentials (whose sum the kept point carries: the next slope needs it). After a DC step
   the point's `total` is stale (the caller recomputes it)."""
@@ -423,6 +443,8 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
     hessians.append(eye)
   # both directions' solves in one batch: the eliminations' loops run once for the two
   directions = list(jax.vmap(_cone_step, (0, None, None))(jnp.stack(hessians), normals, g))
+  newton = directions[0]
+  gain = jnp.dot(g, newton) - 0.5 * newton @ (hessians[0] @ newton)
   if dc:
     value = search.log_likelihood(p.s) + jnp.dot(slope, p.theta)
   steps = []
@@ -457,7 +479,7 @@ def _ascent_step(search: _Search, p: _Point, slope, tau, config: SolverConfig, v
   size, c = size[j], c[j]
   theta = c * (p.theta + size * e[0])
   return _Point(theta, rewards(theta, search.phi), c * (p.s + size * e[2]),
-                c * hi[j], c * lo[j], total[j]), v[j], taus[j]
+                c * hi[j], c * lo[j], total[j]), v[j], taus[j], gain
 
 
 _ACTIVE = 1e-3

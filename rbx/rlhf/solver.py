@@ -111,6 +111,9 @@ class SolverConfig(NamedTuple):
   step 1 ranks the vertices, "both" (F and the relaxed score) or "value" (F alone).
   `newton_f`: steps on F also try F's own Newton direction; `dc_gradient`: DC steps also try
   the scaled gradient (step 2 of the module docstring: more precise last digits, slower).
+  `tolerance` (the shared-linear search's, `rbx.rlhf.linear`; this solver ignores it): > 0
+  makes `iterations` a cap, the steps on F stopping once every warm start's model predicts a
+  gain ≤ `tolerance` (0: exactly `iterations` steps).
   """
   iterations: int = 10
   dc_iterations: int = 4
@@ -124,6 +127,7 @@ class SolverConfig(NamedTuple):
   screen: str = "both"
   newton_f: bool = False
   dc_gradient: bool = False
+  tolerance: float = 0.0
 
 
 def objective(r, wins, pi_ref, pi_cal, beta, alpha):
