@@ -4,8 +4,13 @@ import os
 from pathlib import Path
 
 import pytest
+import xla_env
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+# Notebooks whose cells are run-bound (neural training rounds): their kernels run at LLVM's
+# level 1 (`xla_env.level_1`), as tests/test_readme.py runs such docs pages, not the suite's
+# cheapest code generation (conftest.py), which compiles faster but runs these slower.
+RUN_BOUND = {"02_neural_bandits"}
 
 
 def test_there_are_five_notebooks():
@@ -31,6 +36,8 @@ def test_runs_top_to_bottom(path, monkeypatch):
   # runs, not its numbers, which the rlhf and neural tests check. (Notebook 01: 200 s at SCALE = 1, 163 s at 0.1, side by
   # side on a loaded 2-core machine; compiling, not running, is most of it.)
   monkeypatch.setenv("RBX_NOTEBOOK_SCALE", "0.1")
+  if path.stem in RUN_BOUND:           # the kernel inherits this process's environment
+    monkeypatch.setenv("XLA_FLAGS", xla_env.level_1(os.environ.get("XLA_FLAGS", "")))
   shared = Path(__file__).resolve().parents[2] / "shared" / "datasets"
   if shared.is_dir() and "RBX_DATA_DIR" not in os.environ:   # the real data sets, where present
     monkeypatch.setenv("RBX_DATA_DIR", str(shared))
