@@ -139,6 +139,8 @@ def test_validation():
     rlhf.get("linear_xpo").init(jax.random.key(0), rlhf.example2(10.0, 1.0, 3.0).spec, 5)
   with pytest.raises(ValueError, match="solver"):
     rlhf.learners.linear.make("algorithm1", solver={"starts": 2})
+  with pytest.raises(ValueError, match="solver.tolerance must be >= 0"):
+    rlhf.get("linear/xpo", solver=SolverConfig(tolerance=-1e-4))
   assert isinstance(linear.LINEAR_SOLVER, SolverConfig)
 
 

@@ -115,6 +115,9 @@ def make(scheme: str, alpha: schedules.Schedule | float = 1.0, pi_cal=None,
   schedule = schemes.alpha_schedule(scheme._replace(bonus=True), alpha)
   if not isinstance(solver, SolverConfig):
     raise ValueError(f"solver must be a rbx.rlhf.SolverConfig, got {type(solver).__name__}")
+  if not solver.tolerance >= 0:
+    raise ValueError(f"solver.tolerance must be >= 0 (0: `iterations` steps a round), "
+                     f"got {solver.tolerance}")
   if pi_cal is not None:
     _checks.probability("pi_cal", pi_cal)
 
